@@ -1,0 +1,228 @@
+"""The public entry points: ``compile``, the compiled function and module
+wrappers, ``reset``.
+
+The hot path of a cached call is ``CompiledFunction.__call__``: for each
+entry, run its guard function on the arguments; the first that passes runs
+its transformed function.  Nothing else happens on a hit.
+"""
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from typing import Any, Callable
+
+import torch
+
+from . import config as config_mod
+from .backends import lookup_backend
+from .diagnostics import logs
+from .diagnostics.errors import Unsupported
+from .guards.build import explain_failure
+from .runtime.cache import CodeCache, new_cache, reset_all
+from .runtime.compile_frame import compile_call
+
+log_recompiles = logs.artifact("recompiles")
+
+_VALID_DYNAMIC = (None, True, False)
+
+
+class CompiledFunction:
+    """A compiled Python function (or a function bound to one object)."""
+
+    def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
+                 bound_self: Any = None, has_self: bool = False):
+        self._fn = fn
+        self._backend = backend
+        self._fullgraph = fullgraph
+        self._self = bound_self
+        self._has_self = has_self
+        self._cache: CodeCache = new_cache(fn.__code__)
+        self._entries = self._cache.entries
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if self._has_self:
+            args = (self._self, *args)
+        f = self._fn
+        for entry in self._entries:
+            if entry.guard(f, *args, **kwargs):
+                return entry.run(f, *args, **kwargs)
+        return self._miss(args, kwargs)
+
+    def _miss(self, args, kwargs):
+        f = self._fn
+        cache = self._cache
+        if cache.limit_hit:
+            return f(*args, **kwargs)
+        if cache.entries:
+            cache.recompiles += 1
+            reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
+            cache.recompile_reasons.append(reason)
+            log_recompiles.debug("recompiling %s (recompile %d): guard failed: %s",
+                                 f.__qualname__, cache.recompiles, reason)
+            if len(cache.entries) >= config_mod.config.recompile_limit:
+                cache.limit_hit = True
+                warnings.warn(
+                    f"armature: {f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}) "
+                    f"hit the recompile limit ({config_mod.config.recompile_limit}); new cases run as "
+                    f"plain Python from now on. Last reason: {reason}. Raise "
+                    f"armature.config.recompile_limit or make the changing value a tensor.",
+                    RuntimeWarning, stacklevel=3)
+                return f(*args, **kwargs)
+        try:
+            entry = compile_call(f, args, kwargs, self._backend, self._fullgraph)
+        except Unsupported as e:
+            raise e.with_traceback(None) from e.__cause__
+        cache.add(entry)
+        return entry.run(f, *args, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        # Decorating a method in a class body: bind like a function does.
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __repr__(self):
+        return f"<armature compiled {self._fn.__qualname__}>"
+
+
+class CompiledModule(torch.nn.Module):
+    """Wraps a module: shares its parameters, buffers and submodules (the
+    same dicts, so ``state_dict`` keys are identical) and forwards attribute
+    access; calling it runs the compiled ``forward``."""
+
+    def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool):
+        super().__init__()
+        d = self.__dict__
+        d["_orig_mod"] = mod
+        d["_parameters"] = mod._parameters
+        d["_buffers"] = mod._buffers
+        d["_modules"] = mod._modules
+        d["_non_persistent_buffers_set"] = mod._non_persistent_buffers_set
+        d["_armature_backend"] = backend
+        d["_armature_fullgraph"] = fullgraph
+        d["_armature_forwards"] = {}
+        d["training"] = mod.training
+
+    def _compiled_forward(self) -> CompiledFunction:
+        mod = self._orig_mod
+        patched = mod.__dict__.get("forward")
+        key = id(patched) if patched is not None else None
+        cf = self._armature_forwards.get(key)
+        if cf is None:
+            if patched is not None:
+                fn = patched.__func__ if isinstance(patched, types.MethodType) else patched
+                has_self = isinstance(patched, types.MethodType)
+                cf = CompiledFunction(fn, self._armature_backend, self._armature_fullgraph,
+                                      bound_self=patched.__self__ if has_self else None, has_self=has_self)
+            else:
+                cf = CompiledFunction(type(mod).forward, self._armature_backend, self._armature_fullgraph,
+                                      bound_self=mod, has_self=True)
+            self._armature_forwards[key] = cf
+        return cf
+
+    def __call__(self, *args, **kwargs):
+        mod = self._orig_mod
+        if (mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks
+                or self._forward_hooks or self._forward_pre_hooks or _global_hooks()):
+            # Hooks run exactly as eager: the module runs uncompiled.
+            return mod(*args, **kwargs)
+        return self._compiled_forward()(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward()(*args, **kwargs)
+
+    def train(self, mode: bool = True):
+        self._orig_mod.train(mode)
+        self.__dict__["training"] = mode
+        return self
+
+    def __getattr__(self, name):
+        if name in ("_orig_mod",):
+            raise AttributeError(name)
+        return getattr(self.__dict__["_orig_mod"], name)
+
+    def __setattr__(self, name, value):
+        if name == "training":
+            self.__dict__["training"] = value
+            self._orig_mod.training = value
+            return
+        setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._orig_mod, name)
+
+    def __dir__(self):
+        return dir(self._orig_mod)
+
+    def extra_repr(self):
+        return f"compiled {type(self._orig_mod).__name__}"
+
+
+def _global_hooks() -> bool:
+    m = torch.nn.modules.module
+    return bool(m._global_forward_hooks or m._global_forward_pre_hooks or m._global_backward_hooks
+                or m._global_backward_pre_hooks)
+
+
+_VALID_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(model: Callable | None = None, *, backend: str | Callable = "inductor", fullgraph: bool = False,
+            dynamic: bool | None = None, mode: str | None = None, options: dict | None = None,
+            disable: bool = False):
+    """Compile a function or ``nn.Module`` (mirrors ``torch.compile``).
+
+    Usable as ``armature.compile(fn)``, ``@armature.compile`` and
+    ``@armature.compile(backend="eager")``.
+    """
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"armature.compile: fullgraph must be a bool, got {fullgraph!r}")
+    if dynamic not in _VALID_DYNAMIC:
+        raise TypeError(f"armature.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if not isinstance(disable, bool):
+        raise TypeError(f"armature.compile: disable must be a bool, got {disable!r}")
+    if dynamic:
+        warnings.warn("armature.compile(dynamic=True): dynamic shapes are not implemented yet; "
+                      "shapes are specialised (static) and a shape change recompiles", stacklevel=2)
+    backend_fn = lookup_backend(backend, mode=mode, options=options)
+
+    def wrap(obj):
+        if disable:
+            return obj
+        if isinstance(obj, torch.nn.Module):
+            return CompiledModule(obj, backend_fn, fullgraph)
+        if isinstance(obj, CompiledFunction):
+            obj = obj._fn if not obj._has_self else types.MethodType(obj._fn, obj._self)
+        if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+            return CompiledFunction(obj.__func__, backend_fn, fullgraph, bound_self=obj.__self__, has_self=True)
+        if isinstance(obj, types.FunctionType):
+            return CompiledFunction(obj, backend_fn, fullgraph)
+        if callable(obj):
+            call = getattr(type(obj), "__call__", None)
+            if isinstance(call, types.FunctionType):
+                return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True)
+            raise TypeError(f"armature.compile: cannot compile {obj!r}: it is a {type(obj).__name__} "
+                            "implemented in C; compile a Python function or nn.Module that calls it")
+        raise TypeError(f"armature.compile: expected a function or nn.Module, got {type(obj).__name__}")
+
+    if model is None:
+        return wrap
+    return wrap(model)
+
+
+def reset() -> None:
+    """Drop every compiled entry of every compiled function."""
+    reset_all()
+
+
+def cache_entries(compiled) -> list:
+    """The cache entries of a compiled function or module (newest first)."""
+    if isinstance(compiled, CompiledModule):
+        return [e for cf in compiled._armature_forwards.values() for e in cf._cache.entries]
+    if isinstance(compiled, types.MethodType):
+        compiled = compiled.__func__
+    if not isinstance(compiled, CompiledFunction):
+        raise TypeError(f"expected an armature-compiled function or module, got {type(compiled).__name__}")
+    return list(compiled._cache.entries)

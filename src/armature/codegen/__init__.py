@@ -1,0 +1,1 @@
+"""Bytecode emission with the `bytecode` library."""

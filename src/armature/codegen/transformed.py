@@ -1,0 +1,65 @@
+"""Build the transformed function of a cache entry.
+
+It has the original function's signature preceded by the hidden ``___f``
+(the called function object: closures and defaults are read from it), and
+does only this: load the graph inputs from their sources, call the compiled
+graph once, rebuild the return value, return.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable
+
+from bytecode import Bytecode, CompilerFlags, Instr
+
+from ..guards.sources import FN_ARG, Source
+from .emitter import GRAPH_OUT, Emitter
+
+
+def _arg_names(code: types.CodeType) -> list[str]:
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return list(code.co_varnames[:n])
+
+
+def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_sources: list[Source],
+                      body: Emitter) -> types.FunctionType:
+    code = fn.__code__
+    lineno = code.co_firstlineno
+    bc = Bytecode()
+    bc.name = code.co_name
+    bc.qualname = code.co_qualname
+    bc.filename = code.co_filename
+    bc.first_lineno = lineno
+    bc.argcount = code.co_argcount + 1
+    bc.posonlyargcount = code.co_posonlyargcount + 1
+    bc.kwonlyargcount = code.co_kwonlyargcount
+    bc.argnames = [FN_ARG] + _arg_names(code)
+    flags = CompilerFlags.OPTIMIZED | CompilerFlags.NEWLOCALS
+    if code.co_flags & inspect.CO_VARARGS:
+        flags |= CompilerFlags.VARARGS
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        flags |= CompilerFlags.VARKEYWORDS
+    bc.flags = flags
+
+    pro = Emitter()
+    pro.lineno = lineno
+    pro.instr("RESUME", 0)
+    if compiled is not None:
+        pro.instr("PUSH_NULL")
+        pro.load_const(compiled)
+        for src in input_sources:
+            src.emit(pro)
+        pro.call(len(input_sources))
+        pro.instr("STORE_FAST", GRAPH_OUT)
+    for ins in body.instrs:
+        if ins.lineno is None:
+            ins.lineno = lineno
+    bc.extend(pro.instrs)
+    bc.extend(body.instrs)
+    bc.append(Instr("RETURN_VALUE", lineno=lineno))
+    new_code = bc.to_code()
+    out = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out

@@ -1,0 +1,74 @@
+"""Typed tracing options, read through the tracer (never at import time).
+
+``config.patch(name=value)`` works as a context manager and as a decorator.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from typing import Any
+
+
+@dataclasses.dataclass
+class Config:
+    #: cache entries per code object before armature stops compiling it and
+    #: runs the original code (with one warning).
+    recompile_limit: int = 8
+    #: maximum depth of inlined user calls before the tracer gives up.
+    inline_depth_limit: int = 64
+    #: guard module globals that belong to torch itself (they never change in
+    #: practice; guarding them costs on every call).
+    guard_torch_internals: bool = False
+
+
+config = Config()
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _check(name: str, value: Any) -> None:
+    if name not in _FIELDS:
+        raise AttributeError(
+            f"armature.config has no option {name!r}; options: {', '.join(sorted(_FIELDS))}")
+    expected = type(getattr(Config(), name))
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise TypeError(f"armature.config.{name} must be {expected.__name__}, got {value!r}")
+    if name == "recompile_limit" and value < 1:
+        raise ValueError("armature.config.recompile_limit must be >= 1")
+
+
+class _Patch(contextlib.ContextDecorator):
+    def __init__(self, changes: dict[str, Any]):
+        for k, v in changes.items():
+            _check(k, v)
+        self.changes = changes
+        self.saved: list[dict[str, Any]] = []
+
+    def __enter__(self):
+        self.saved.append({k: getattr(config, k) for k in self.changes})
+        for k, v in self.changes.items():
+            setattr(config, k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.pop().items():
+            setattr(config, k, v)
+        return False
+
+
+def patch(**changes: Any) -> _Patch:
+    """Temporarily change options: ``with armature.config.patch(recompile_limit=2):``."""
+    return _Patch(changes)
+
+
+def set(**changes: Any) -> None:  # noqa: A001 - mirrors dict-like config APIs
+    for k, v in changes.items():
+        _check(k, v)
+        setattr(config, k, v)
+
+
+def __getattr__(name: str) -> Any:
+    # ``armature.config.recompile_limit`` reads the live value.
+    if name in _FIELDS:
+        return getattr(config, name)
+    raise AttributeError(name)

@@ -1,0 +1,79 @@
+"""Errors users see.
+
+Every error that reaches a user says what failed, where in *their* code
+(file:line and the source line), why, and what to do about it.  The tracer
+raises :class:`Unsupported` deep inside; the interpreter attaches the user
+location of the instruction it was executing as the error travels out.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class UserLocation:
+    """A place in user code: the frame the tracer was executing."""
+
+    filename: str
+    lineno: int
+    func_name: str
+
+    @property
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    def __str__(self) -> str:
+        line = self.source_line
+        text = f'File "{self.filename}", line {self.lineno}, in {self.func_name}'
+        return f"{text}\n    {line}" if line else text
+
+
+class ArmatureError(Exception):
+    """Base class of armature's own errors."""
+
+
+class Unsupported(ArmatureError):
+    """The tracer met something it cannot model.
+
+    Without ``fullgraph=True`` this never reaches the user: the frame runs as
+    the original Python instead.  With ``fullgraph=True`` it is raised from
+    the compiled call with the construct, the user's stack and a hint.
+    """
+
+    def __init__(self, what: str, hint: str | None = None):
+        super().__init__(what)
+        self.what = what
+        self.hint = hint
+        self.user_stack: list[UserLocation] = []
+
+    def add_location(self, loc: UserLocation) -> None:
+        # Innermost frame is added first while the error unwinds inline calls.
+        self.user_stack.append(loc)
+
+    @property
+    def location(self) -> UserLocation | None:
+        return self.user_stack[0] if self.user_stack else None
+
+    def __str__(self) -> str:
+        parts = [self.what]
+        if self.user_stack:
+            parts.append("User code (innermost last):")
+            for loc in reversed(self.user_stack):
+                parts.append("  " + str(loc).replace("\n", "\n  "))
+        if self.hint:
+            parts.append(f"Hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class InternalError(ArmatureError):
+    """A bug in armature itself (never the user's fault)."""
+
+
+@dataclass
+class ConfigError(ArmatureError, ValueError):
+    message: str
+    extra: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.message

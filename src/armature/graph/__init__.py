@@ -1,0 +1,1 @@
+"""FX graph construction with fake-tensor propagation."""

@@ -1,0 +1,127 @@
+"""The FX graph one trace builds.
+
+Nodes are created directly on a ``torch.fx.Graph``.  Every node's example
+value comes from running its op on fake tensors (a ``FakeTensorMode`` with a
+``ShapeEnv``), so shapes, dtypes, devices and strides are known while tracing
+and stored in ``node.meta['example_value']`` (and ``'val'``).  Graph inputs
+are the real tensors the frame reads, each with the Source it came from.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from ..diagnostics.errors import Unsupported
+from ..guards.sources import Source
+
+
+class GraphInput:
+    __slots__ = ("node", "real", "source")
+
+    def __init__(self, node: torch.fx.Node, real: torch.Tensor, source: Source):
+        self.node, self.real, self.source = node, real, source
+
+
+class OutputGraph:
+    def __init__(self):
+        self.shape_env = ShapeEnv()
+        self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
+        self.graph = torch.fx.Graph()
+        self.inputs: list[GraphInput] = []
+        self._last_placeholder: torch.fx.Node | None = None
+        self._names: set[str] = set()
+        self.op_count = 0
+
+    # --- inputs -------------------------------------------------------------
+    def add_input(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
+        name = self._unique(_identifier(str(source)))
+        if self._last_placeholder is None:
+            first = next(iter(self.graph.nodes), None)
+            ctx = self.graph.inserting_before(first) if first is not None else _nullcontext()
+        else:
+            ctx = self.graph.inserting_after(self._last_placeholder)
+        with ctx:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["val"] = fake
+        self.inputs.append(GraphInput(node, real, source))
+        return node, fake
+
+    def _unique(self, base: str) -> str:
+        name, i = base, 1
+        while name in self._names:
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    # --- ops ----------------------------------------------------------------
+    def create_node(self, kind: str, target: Any, node_args: tuple, node_kwargs: dict,
+                    fake_fn: Callable[[], Any]) -> tuple[torch.fx.Node, Any]:
+        """Run ``fake_fn`` (the op on fake tensors) and add the node."""
+        try:
+            with self.fake_mode:
+                example = fake_fn()
+        except Unsupported:
+            raise
+        except Exception as e:  # a dynamic-output op, a bad call, a data-dependent op
+            raise _fake_failure(target, e) from e
+        node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        node.meta["example_value"] = example
+        node.meta["val"] = example
+        self.op_count += 1
+        return node, example
+
+    def erase(self, node: torch.fx.Node) -> None:
+        if not node.users:
+            self.graph.erase_node(node)
+            self.op_count -= 1
+
+    # --- finish -------------------------------------------------------------
+    def has_ops(self) -> bool:
+        return self.op_count > 0
+
+    def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
+        self.graph.output(tuple(outputs))
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="ArmatureGraph")
+        return gm
+
+    def example_inputs(self) -> list[torch.Tensor]:
+        return [i.real for i in self.inputs]
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"[^0-9a-zA-Z_]+", "_", text).strip("_") or "input"
+    if name[0].isdigit():
+        name = "_" + name
+    return name
+
+
+def _fake_failure(target: Any, e: Exception) -> Unsupported:
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+    name = getattr(target, "__name__", None) or str(target)
+    if isinstance(e, (DataDependentOutputException, DynamicOutputShapeException)) or \
+            "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
+        return Unsupported(f"{name}() depends on tensor data, which is not known while tracing",
+                           hint="graph breaks are not supported yet; move this out of the compiled function")
+    return Unsupported(f"{name}() failed on fake tensors: {type(e).__name__}: {e}")
+
+
+# operator used to index multi-output nodes
+GETITEM = operator.getitem

@@ -1,0 +1,135 @@
+"""Compile the guards of one cache entry into ONE Python function.
+
+The function has the original function's signature (so CPython binds the
+arguments, defaults included), preceded by the hidden positional-only
+``___f`` (the called function object), and is named like the original so a
+wrong call reports ``f() takes 2 positional arguments`` exactly as eager
+does.  Every object it compares against is a closure constant; expressions
+are ordered cheapest first, and the whole conjunction sits in a zero-cost
+``try`` so a source that no longer resolves simply fails the guard.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable
+
+from .guard import Guard, Kind
+from .sources import FN_ARG
+
+
+class _Pool:
+    def __init__(self):
+        self.objs: list[Any] = []
+        self.names: dict[int, str] = {}
+
+    def const(self, obj: Any) -> str:
+        key = id(obj)
+        name = self.names.get(key)
+        if name is None:
+            name = f"___c{len(self.objs)}"
+            self.names[key] = name
+            self.objs.append(obj)
+        return name
+
+
+def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str]) -> str:
+    """Parameter list text for a function with ``code``'s signature."""
+    names = code.co_varnames
+    npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    params = [f"{FN_ARG}"]
+    first_default = npos - len(default_names)
+    for i in range(npos):
+        p = names[i]
+        if i >= first_default:
+            p += f"={default_names[i - first_default]}"
+        params.append(p)
+        if i == nposonly - 1:
+            params.append("/")
+    if nposonly == 0:
+        params.insert(1, "/")
+    idx = npos + nkw
+    if code.co_flags & inspect.CO_VARARGS:
+        params.append("*" + names[idx])
+        idx += 1
+    elif nkw:
+        params.append("*")
+    for i in range(npos, npos + nkw):
+        p = names[i]
+        if p in kwdefault_names:
+            p += f"={kwdefault_names[p]}"
+        params.append(p)
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        params.append("**" + names[idx])
+    return ", ".join(params)
+
+
+def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callable[..., bool]:
+    pool = _Pool()
+    code = fn.__code__
+    default_names = [pool.const(d) for d in (fn.__defaults__ or ())]
+    kwdefault_names = {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()}
+    sig = signature_text(code, default_names, kwdefault_names)
+    ordered = sorted(guards, key=lambda g: g.kind)
+    exprs = [g.expr(pool) for g in ordered]
+    body = " and ".join(f"({e})" for e in exprs) if exprs else "True"
+    src = (
+        f"def ___make({', '.join(pool.names.values()) or ''}):\n"
+        f"    def {code.co_name}({sig}):\n"
+        f"        try:\n"
+        f"            return {body}\n"
+        f"        except Exception:\n"
+        f"            return False\n"
+        f"    return {code.co_name}\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(compile(src, f"<armature guards for {code.co_qualname}>", "exec"), ns)
+    guard_fn = ns["___make"](*pool.objs)
+    guard_fn.__armature_source__ = src
+    return guard_fn
+
+
+def explain_failure(fn: types.FunctionType, guards: list[Guard], args, kwargs) -> str | None:
+    """Evaluate guards one by one (slow path, only on a cache miss) and say
+    which failed, with the value seen now."""
+    for g in sorted(guards, key=lambda g: g.kind):
+        one = build_guard_function(fn, [g])
+        try:
+            ok = one(fn, *args, **kwargs)
+        except TypeError:
+            return "the call's arguments no longer bind the same way"
+        if not ok:
+            now = _current_value(fn, g, args, kwargs)
+            return f"{g.describe()}  (now: {now})"
+    return None
+
+
+def _current_value(fn, g: Guard, args, kwargs) -> str:
+    if g.source is None:
+        return "changed"
+    pool = _Pool()
+    expr = g.source.expr(pool)
+    sig = signature_text(fn.__code__, [pool.const(d) for d in (fn.__defaults__ or ())],
+                         {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()})
+    src = (f"def ___make({', '.join(pool.names.values())}):\n"
+           f"    def ___read({sig}):\n        return {expr}\n    return ___read\n")
+    ns: dict[str, Any] = {}
+    try:
+        exec(src, ns)
+        value = ns["___make"](*pool.objs)(fn, *args, **kwargs)
+    except Exception as e:  # the source itself no longer resolves
+        return f"<{type(e).__name__}: {e}>"
+    if g.kind is Kind.TENSOR_MATCH:
+        import torch
+        if isinstance(value, torch.Tensor):
+            return (f"Tensor {type(value).__name__} {value.dtype} {value.device} size={list(value.size())} "
+                    f"stride={list(value.stride())} requires_grad={value.requires_grad}")
+    if g.kind is Kind.LEN_MATCH:
+        try:
+            return f"len {len(value)}"
+        except TypeError:
+            pass
+    if g.kind is Kind.TYPE_MATCH:
+        return type(value).__qualname__
+    text = repr(value)
+    return text if len(text) < 80 else text[:77] + "..."

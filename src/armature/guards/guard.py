@@ -1,0 +1,146 @@
+"""Guard kinds.  A guard is a predicate on a Source, rendered as one Python
+expression; all guards of a cache entry are joined into one function."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .sources import ConstPool, Source
+
+
+class Kind(enum.IntEnum):
+    # Ordered by cost: cheapest checks run first.
+    GLOBAL_STATE = 0
+    ID_MATCH = 1
+    TYPE_MATCH = 2
+    CONSTANT_MATCH = 3
+    LEN_MATCH = 4
+    NOT_IN_DICT = 5
+    EMPTY = 6
+    SAME_OBJECT = 7
+    DICT_KEYS = 8
+    TENSOR_MATCH = 9
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    cls: type
+    dtype: torch.dtype
+    device: torch.device
+    size: tuple
+    stride: tuple
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> "TensorMeta":
+        return cls(type(t), t.dtype, t.device, tuple(t.size()), tuple(t.stride()), t.requires_grad)
+
+
+@dataclass(eq=False)
+class Guard:
+    kind: Kind
+    source: Source | None
+    expected: Any = None
+    #: for GLOBAL_STATE: the expression text (with its own constants)
+    text: str | None = None
+    consts: dict = field(default_factory=dict)
+
+    def key(self):
+        exp = self.expected
+        if self.kind in (Kind.ID_MATCH, Kind.TYPE_MATCH):
+            exp = id(exp)
+        elif self.kind is Kind.CONSTANT_MATCH:
+            exp = (type(exp), repr(exp))
+        elif isinstance(exp, list):
+            exp = tuple(exp)
+        return (self.kind, self.source, exp, self.text)
+
+    def expr(self, pool: ConstPool) -> str:
+        if self.kind is Kind.GLOBAL_STATE:
+            text = self.text
+            for name, obj in self.consts.items():
+                text = text.replace(name, pool.const(obj))
+            return text
+        e = self.source.expr(pool)
+        exp = self.expected
+        if self.kind is Kind.ID_MATCH:
+            return f"{e} is {pool.const(exp)}"
+        if self.kind is Kind.TYPE_MATCH:
+            return f"type({e}) is {pool.const(exp)}"
+        if self.kind is Kind.CONSTANT_MATCH:
+            if exp is None or type(exp) is bool or exp is Ellipsis:
+                return f"{e} is {exp!r}"
+            if type(exp) in (int, str) or (type(exp) is float and exp == exp):
+                return f"type({e}) is {type(exp).__name__} and {e} == {exp!r}"
+            return f"type({e}) is {pool.const(type(exp))} and {e} == {pool.const(exp)}"
+        if self.kind is Kind.LEN_MATCH:
+            return f"len({e}) == {exp}"
+        if self.kind is Kind.NOT_IN_DICT:
+            return f"{exp!r} not in {e}.__dict__"
+        if self.kind is Kind.EMPTY:
+            return f"not {e}"
+        if self.kind is Kind.SAME_OBJECT:
+            return f"{e} is {exp.expr(pool)}"
+        if self.kind is Kind.DICT_KEYS:
+            return f"list({e}) == {exp!r}"
+        if self.kind is Kind.TENSOR_MATCH:
+            return tensor_match_expr(e, exp, pool)
+        raise AssertionError(self.kind)
+
+    def describe(self) -> str:
+        """A line for logs and explain(): what is assumed about what."""
+        src = str(self.source) if self.source is not None else "<global state>"
+        exp = self.expected
+        if self.kind is Kind.TENSOR_MATCH:
+            return (f"{src}: Tensor {exp.cls.__name__} {str(exp.dtype).replace('torch.', '')} "
+                    f"{exp.device} size={list(exp.size)} stride={list(exp.stride)} "
+                    f"requires_grad={exp.requires_grad}")
+        if self.kind is Kind.GLOBAL_STATE:
+            return f"global state: {self.text}"
+        if self.kind is Kind.ID_MATCH:
+            return f"{src} is {_short(exp)}"
+        if self.kind is Kind.TYPE_MATCH:
+            return f"type({src}) is {exp.__qualname__}"
+        if self.kind is Kind.CONSTANT_MATCH:
+            return f"{src} == {exp!r}"
+        if self.kind is Kind.LEN_MATCH:
+            return f"len({src}) == {exp}"
+        if self.kind is Kind.NOT_IN_DICT:
+            return f"{exp!r} not in {src}.__dict__"
+        if self.kind is Kind.EMPTY:
+            return f"{src} is empty"
+        if self.kind is Kind.SAME_OBJECT:
+            return f"{src} is {exp}"
+        if self.kind is Kind.DICT_KEYS:
+            return f"keys of {src} == {exp!r}"
+        return f"{self.kind.name} {src}"
+
+    __str__ = describe
+
+
+def _short(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if name:
+        return f"<{type(obj).__name__} {name}>"
+    return f"<{type(obj).__name__} object at {id(obj):#x}>"
+
+
+def tensor_match_expr(e: str, meta: TensorMeta, pool: ConstPool) -> str:
+    """Cheapest-first checks of a tensor's class, dtype, device, sizes,
+    strides and requires_grad.  ``size()``/``stride()`` compare against
+    tuples without building intermediate lists."""
+    parts = [f"type({e}) is {pool.const(meta.cls)}", f"{e}.dtype is {pool.const(meta.dtype)}"]
+    dev = meta.device
+    if dev.type == "cpu":
+        parts.append(f"{e}.is_cpu")
+    elif dev.type == "cuda":
+        parts.append(f"{e}.is_cuda and {e}.get_device() == {dev.index}")
+    else:
+        parts.append(f"{e}.device == {pool.const(dev)}")
+    parts.append(f"{e}.requires_grad is {meta.requires_grad}")
+    parts.append(f"{e}.size() == {meta.size!r}")
+    parts.append(f"{e}.stride() == {meta.stride!r}")
+    return " and ".join(parts)

@@ -1,0 +1,238 @@
+"""Sources: immutable descriptions of where a value lives relative to a frame.
+
+A Source can (a) name the value in generated guard code (:meth:`expr`),
+(b) emit bytecode that loads it in the transformed function (:meth:`emit`),
+and (c) print itself for users (``str``: ``x``, ``self.linear.weight``).
+
+Guard code and transformed functions both receive the called function object
+as a hidden first argument ``___f`` so that closure cells and defaults of
+*that* function (not the one traced first) are read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+FN_ARG = "___f"
+
+
+class ConstPool(Protocol):
+    def const(self, obj: Any) -> str: ...
+
+
+class Emitter(Protocol):
+    def load_const(self, obj: Any) -> None: ...
+    def instr(self, name: str, arg: Any = ...) -> None: ...
+
+
+def _is_literal(key: Any) -> bool:
+    return type(key) in (int, str, bool, type(None)) or (type(key) is float and key == key)
+
+
+@dataclass(frozen=True)
+class Source:
+    def expr(self, pool: ConstPool) -> str:
+        raise NotImplementedError
+
+    def emit(self, out: Emitter) -> None:
+        raise NotImplementedError
+
+    @property
+    def base(self) -> "Source | None":
+        return None
+
+    def root(self) -> "Source":
+        s = self
+        while s.base is not None:
+            s = s.base
+        return s
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    name: str
+
+    def expr(self, pool):
+        return self.name
+
+    def emit(self, out):
+        out.instr("LOAD_FAST", self.name)
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """A global of some module.  ``own`` is True when it is a global of the
+    compiled function itself (then LOAD_GLOBAL works natively)."""
+
+    globals_id: int
+    name: str
+    module: str
+    own: bool
+
+    def expr(self, pool):
+        return f"{pool.const(_GLOBALS_BY_ID[self.globals_id])}[{self.name!r}]"
+
+    def emit(self, out):
+        if self.own:
+            out.instr("LOAD_GLOBAL", (False, self.name))
+        else:
+            out.load_const(_GLOBALS_BY_ID[self.globals_id])
+            out.load_const(self.name)
+            out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return self.name if self.own else f"{self.module}.{self.name}"
+
+
+# Globals dicts are not hashable; sources refer to them by id and keep them
+# alive here (module dicts live as long as their modules anyway).
+_GLOBALS_BY_ID: dict[int, dict] = {}
+
+
+def global_source(f_globals: dict, name: str, own: bool) -> GlobalSource:
+    _GLOBALS_BY_ID[id(f_globals)] = f_globals
+    return GlobalSource(id(f_globals), name, f_globals.get("__name__", "?"), own)
+
+
+@dataclass(frozen=True)
+class BuiltinSource(Source):
+    name: str
+
+    def expr(self, pool):
+        import builtins
+        return f"{pool.const(builtins.__dict__)}[{self.name!r}]"
+
+    def emit(self, out):
+        import builtins
+        out.load_const(builtins.__dict__)
+        out.load_const(self.name)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return f"builtins.{self.name}"
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    parent: Source
+    attr: str
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        return f"{self.parent.expr(pool)}.{self.attr}"
+
+    def emit(self, out):
+        self.parent.emit(out)
+        out.instr("LOAD_ATTR", self.attr)
+
+    def __str__(self):
+        return f"{self.parent}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    parent: Source
+    key: Any
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        key = repr(self.key) if _is_literal(self.key) else pool.const(self.key)
+        return f"{self.parent.expr(pool)}[{key}]"
+
+    def emit(self, out):
+        self.parent.emit(out)
+        out.load_const(self.key)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return f"{self.parent}[{self.key!r}]"
+
+
+@dataclass(frozen=True)
+class ModuleMemberSource(ItemSource):
+    """``mod._modules['x']`` / ``mod._parameters['w']``: printed as ``mod.x``
+    but read through the dict, which skips ``nn.Module.__getattr__``."""
+
+    table: str = "_modules"
+
+    def expr(self, pool):
+        return f"{self.parent.expr(pool)}.{self.table}[{self.key!r}]"
+
+    def emit(self, out):
+        self.parent.emit(out)
+        out.instr("LOAD_ATTR", self.table)
+        out.load_const(self.key)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return f"{self.parent}.{self.key}"
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """Contents of cell ``index`` of the called function's closure."""
+
+    index: int
+    name: str
+
+    def expr(self, pool):
+        return f"{FN_ARG}.__closure__[{self.index}].cell_contents"
+
+    def emit(self, out):
+        out.instr("LOAD_FAST", FN_ARG)
+        out.instr("LOAD_ATTR", "__closure__")
+        out.load_const(self.index)
+        out.instr("BINARY_SUBSCR")
+        out.instr("LOAD_ATTR", "cell_contents")
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class FunctionSource(Source):
+    """The called function object itself."""
+
+    def expr(self, pool):
+        return FN_ARG
+
+    def emit(self, out):
+        out.instr("LOAD_FAST", FN_ARG)
+
+    def __str__(self):
+        return "<compiled function>"
+
+
+@dataclass(frozen=True)
+class ConstantSource(Source):
+    """An object captured by the trace (e.g. a class object found through a
+    type() call); loaded as a constant."""
+
+    obj_id: int
+    label: str
+
+    def expr(self, pool):
+        return pool.const(_CONSTS[self.obj_id])
+
+    def emit(self, out):
+        out.load_const(_CONSTS[self.obj_id])
+
+    def __str__(self):
+        return self.label
+
+
+_CONSTS: dict[int, Any] = {}
+
+
+def constant_source(obj: Any, label: str) -> ConstantSource:
+    _CONSTS[id(obj)] = obj
+    return ConstantSource(id(obj), label)

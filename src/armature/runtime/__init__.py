@@ -1,0 +1,1 @@
+"""What runs on every call: cache entries, guard dispatch, recompiles."""

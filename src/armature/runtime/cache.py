@@ -1,0 +1,68 @@
+"""Cache entries and the per-code caches that hold them."""
+from __future__ import annotations
+
+import types
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..guards.guard import Guard
+
+
+@dataclass(eq=False)
+class CacheEntry:
+    guard: Callable[..., bool]            # guard(___f, *args, **kwargs) -> bool
+    run: Callable[..., Any]               # run(___f, *args, **kwargs) -> result
+    guards: list[Guard]
+    graph_module: torch.fx.GraphModule | None = None
+    compiled_graph: Callable | None = None
+    transformed_code: types.CodeType | None = None
+    fallback_reason: str | None = None     # set when the entry runs the original code
+    trace_time_s: float = 0.0
+    backend_time_s: float = 0.0
+    op_count: int = 0
+
+    @property
+    def compile_time_s(self) -> float:
+        return self.trace_time_s + self.backend_time_s
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.fallback_reason is not None
+
+
+@dataclass(eq=False)
+class CodeCache:
+    """Entries for one code object (as compiled by one CompiledFunction).
+    Newest first, as a recompile usually means the new case is the common one."""
+
+    code: types.CodeType
+    entries: list[CacheEntry] = field(default_factory=list)
+    recompiles: int = 0
+    limit_hit: bool = False
+    recompile_reasons: list[str] = field(default_factory=list)
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.insert(0, entry)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.recompiles = 0
+        self.limit_hit = False
+        self.recompile_reasons.clear()
+
+
+_ALL: "weakref.WeakSet[CodeCache]" = weakref.WeakSet()
+
+
+def new_cache(code: types.CodeType) -> CodeCache:
+    c = CodeCache(code)
+    _ALL.add(c)
+    return c
+
+
+def reset_all() -> None:
+    for c in list(_ALL):
+        c.clear()

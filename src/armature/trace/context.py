@@ -1,0 +1,70 @@
+"""State shared by every frame of one trace: the graph, guards, the value
+cache (one Value per real object) and global modes such as grad mode."""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..config import Config
+from ..guards.guard import Guard, Kind
+
+
+class GuardSet:
+    def __init__(self):
+        self._by_key: dict[tuple, Guard] = {}
+
+    def add(self, guard: Guard) -> None:
+        self._by_key.setdefault(guard.key(), guard)
+
+    def __iter__(self):
+        return iter(self._by_key.values())
+
+    def __len__(self):
+        return len(self._by_key)
+
+    def as_list(self) -> list[Guard]:
+        return list(self._by_key.values())
+
+
+class TraceContext:
+    def __init__(self, fn: types.FunctionType, config: Config):
+        from ..graph.output_graph import OutputGraph
+        self.fn = fn
+        self.config = config
+        self.graph = OutputGraph()
+        self.guards = GuardSet()
+        self.value_cache: dict[int, tuple[Any, Any]] = {}
+        self.initial_grad_enabled = torch.is_grad_enabled()
+        self.grad_enabled = self.initial_grad_enabled
+        self._global_hooks_guarded = False
+        self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
+                              consts={"___is_grad_enabled": torch.is_grad_enabled}))
+        dd = torch.get_default_dtype()
+        self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
+                              consts={"___default_dtype": torch.get_default_dtype, "___dd": dd}))
+
+    def set_grad_enabled(self, mode: bool) -> None:
+        """Switch grad mode for the rest of the trace and record the switch
+        in the graph, as Dynamo does."""
+        if mode == self.grad_enabled:
+            return
+        self.grad_enabled = mode
+        torch._C._set_grad_enabled(mode)
+        g = self.graph
+        g.graph.create_node("call_function", torch._C._set_grad_enabled, (mode,), {})
+        g.op_count += 1
+
+    def restore_global_state(self) -> None:
+        torch._C._set_grad_enabled(self.initial_grad_enabled)
+
+    def guard_global_hooks(self) -> None:
+        if self._global_hooks_guarded:
+            return
+        self._global_hooks_guarded = True
+        m = torch.nn.modules.module
+        for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
+                     "_global_backward_hooks", "_global_backward_pre_hooks"):
+            self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"not ___{name}",
+                                  consts={f"___{name}": getattr(m, name)}))

@@ -1,0 +1,37 @@
+"""Inlining calls to Python functions: bind arguments, make a child frame
+that shares the trace context, run it, return its return value."""
+from __future__ import annotations
+
+import inspect
+
+from ..diagnostics.errors import Unsupported
+from ..values.base import Value
+from ..values.functions import CellValue, _Function
+from .frame import Frame
+
+_UNSUPPORTED_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR \
+    | inspect.CO_ITERABLE_COROUTINE
+
+
+def make_frame(ctx, fn: _Function, bound: dict[str, Value], parent: Frame | None) -> Frame:
+    code = fn.code
+    if code.co_flags & _UNSUPPORTED_FLAGS:
+        kind = "generator" if code.co_flags & inspect.CO_GENERATOR else "coroutine"
+        raise Unsupported(f"calling the {kind} function {code.co_qualname}",
+                          hint="generators are modelled in a later milestone")
+    cells: dict[str, Value] = {}
+    for name in code.co_cellvars:
+        cells[name] = CellValue()
+    closure = fn.closure_cells()
+    for name, cell in zip(code.co_freevars, closure):
+        cells[name] = cell
+    return Frame(ctx, code, fn.f_globals, dict(bound), cells, parent)
+
+
+def inline_function(tx: Frame, fn: _Function, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
+        raise Unsupported(f"inlining {fn.code.co_qualname} exceeds the depth limit "
+                          f"({tx.ctx.config.inline_depth_limit}); unbounded recursion?")
+    bound = fn.bind(args, kwargs)
+    frame = make_frame(tx.ctx, fn, bound, tx)
+    return frame.run()

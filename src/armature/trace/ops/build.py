@@ -1,0 +1,122 @@
+"""BUILD_*, *_APPEND/EXTEND/UPDATE/MERGE, UNPACK_*, FORMAT_VALUE."""
+from __future__ import annotations
+
+from ...diagnostics.errors import Unsupported
+from ...values.constant import ConstantValue
+from ...values.containers import DictValue, ListValue, SliceValue, TupleValue, _key
+from ..pyversion import opcode
+
+
+@opcode("BUILD_TUPLE")
+def build_tuple(f, inst):
+    f.push(TupleValue(f.popn(inst.arg)))
+
+
+@opcode("BUILD_LIST")
+def build_list(f, inst):
+    f.push(ListValue(f.popn(inst.arg)))
+
+
+@opcode("BUILD_MAP")
+def build_map(f, inst):
+    flat = f.popn(2 * inst.arg)
+    f.push(DictValue({_key(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+
+@opcode("BUILD_CONST_KEY_MAP")
+def build_const_key_map(f, inst):
+    keys = f.pop().as_python_constant()
+    values = f.popn(inst.arg)
+    f.push(DictValue(dict(zip(keys, values))))
+
+
+@opcode("BUILD_SLICE")
+def build_slice(f, inst):
+    parts = f.popn(inst.arg)
+    if len(parts) == 2:
+        parts.append(ConstantValue(None))
+    if all(isinstance(p, ConstantValue) for p in parts):
+        f.push(ConstantValue(slice(*(p.value for p in parts))))
+    else:
+        f.push(SliceValue(*parts))
+
+
+@opcode("BUILD_STRING")
+def build_string(f, inst):
+    parts = f.popn(inst.arg)
+    f.push(ConstantValue("".join(p.as_python_constant() for p in parts)))
+
+
+@opcode("FORMAT_VALUE")
+def format_value(f, inst):
+    spec = f.pop().as_python_constant() if inst.arg & 0x04 else ""
+    value = f.pop()
+    if not value.is_python_constant():
+        raise Unsupported(f"formatting {value} into a string")
+    v = value.as_python_constant()
+    conv = inst.arg & 0x03
+    if conv == 1:
+        v = str(v)
+    elif conv == 2:
+        v = repr(v)
+    elif conv == 3:
+        v = ascii(v)
+    f.push(ConstantValue(format(v, spec)))
+
+
+@opcode("LIST_APPEND")
+def list_append(f, inst):
+    v = f.pop()
+    f.stack[-inst.arg].items.append(v)
+
+
+@opcode("LIST_EXTEND")
+def list_extend(f, inst):
+    v = f.pop()
+    f.stack[-inst.arg].items.extend(f.iterate(v))
+
+
+@opcode("LIST_TO_TUPLE")
+def list_to_tuple(f, inst):
+    f.push(TupleValue(f.pop().items))
+
+
+@opcode("MAP_ADD")
+def map_add(f, inst):
+    value = f.pop()
+    key = f.pop()
+    f.stack[-inst.arg].items[_key(key)] = value
+
+
+@opcode("DICT_UPDATE", "DICT_MERGE")
+def dict_update(f, inst):
+    other = f.pop()
+    target = f.stack[-inst.arg]
+    if not isinstance(other, DictValue):
+        raise Unsupported(f"** unpacking of {other}")
+    if inst.opname == "DICT_MERGE":
+        dup = set(target.items) & set(other.items)
+        if dup:
+            raise Unsupported(f"TypeError: got multiple values for keyword argument {sorted(dup)[0]!r}")
+    target.items.update(other.items)
+
+
+@opcode("UNPACK_SEQUENCE")
+def unpack_sequence(f, inst):
+    items = f.iterate(f.pop())
+    if len(items) != inst.arg:
+        raise Unsupported(f"ValueError: expected {inst.arg} values to unpack, got {len(items)}")
+    for v in reversed(items):
+        f.push(v)
+
+
+@opcode("UNPACK_EX")
+def unpack_ex(f, inst):
+    before, after = inst.arg & 0xFF, inst.arg >> 8
+    items = f.iterate(f.pop())
+    if len(items) < before + after:
+        raise Unsupported("ValueError: not enough values to unpack")
+    star = ListValue(items[before:len(items) - after])
+    out = items[:before] + [star] + items[len(items) - after:]
+    for v in reversed(out):
+        f.push(v)

@@ -1,0 +1,183 @@
+"""LOAD_*/STORE_*/DELETE_* for locals, globals, cells, attributes, items."""
+from __future__ import annotations
+
+import builtins
+
+from ...diagnostics.errors import Unsupported
+from ...guards.guard import Guard, Kind
+from ...guards.sources import BuiltinSource, global_source
+from ...values.base import NULL
+from ...values.builder import wrap
+from ...values.constant import ConstantValue
+from ...values.functions import CellValue, RealCellValue
+from ...values.operators import getitem
+from ..pyversion import opcode
+
+
+@opcode("LOAD_CONST")
+def load_const(f, inst):
+    f.push(ConstantValue(inst.argval))
+
+
+@opcode("LOAD_FAST")
+def load_fast(f, inst):
+    f.push(f.load_local(inst.argval))
+
+
+@opcode("STORE_FAST")
+def store_fast(f, inst):
+    f.locals[inst.argval] = f.pop()
+
+
+@opcode("DELETE_FAST")
+def delete_fast(f, inst):
+    f.load_local(inst.argval)
+    del f.locals[inst.argval]
+
+
+def _is_torch_internal(f_globals: dict) -> bool:
+    name = f_globals.get("__name__", "")
+    return name == "torch" or name.startswith("torch.")
+
+
+def load_global_value(f, name: str):
+    g = f.f_globals
+    ctx = f.ctx
+    trusted = _is_torch_internal(g) and not ctx.config.guard_torch_internals
+    if name in g:
+        src = global_source(g, name, own=g is ctx.fn.__globals__)
+        obj = g[name]
+        from ...values.builder import is_torch_object  # noqa: F401
+        import torch
+        if trusted and not isinstance(obj, torch.Tensor):
+            return wrap(ctx, obj, None)
+        return wrap(ctx, obj, src)
+    b = g.get("__builtins__", builtins.__dict__)
+    bdict = b if isinstance(b, dict) else b.__dict__
+    if name not in bdict:
+        raise Unsupported(f"NameError: name {name!r} is not defined")
+    if not trusted:
+        ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"{name!r} not in ___G",
+                             consts={"___G": g}))
+    return wrap(ctx, bdict[name], None)
+
+
+@opcode("LOAD_GLOBAL")
+def load_global(f, inst):
+    if inst.arg & 1:
+        f.push(NULL)
+    f.push(load_global_value(f, inst.argval))
+
+
+@opcode("STORE_GLOBAL", "DELETE_GLOBAL")
+def store_global(f, inst):
+    raise Unsupported(f"writing the global {inst.argval!r}",
+                      hint="side effects on globals are not replayed yet")
+
+
+@opcode("LOAD_ATTR")
+def load_attr(f, inst):
+    obj = f.pop()
+    f.push(obj.getattr(f, inst.argval))
+
+
+@opcode("LOAD_METHOD")
+def load_method(f, inst):
+    obj = f.pop()
+    f.push(NULL)
+    f.push(obj.getattr(f, inst.argval))
+
+
+@opcode("STORE_ATTR")
+def store_attr(f, inst):
+    obj = f.pop()
+    value = f.pop()
+    obj.setattr(f, inst.argval, value)
+
+
+@opcode("DELETE_ATTR")
+def delete_attr(f, inst):
+    raise Unsupported(f"deleting attribute {inst.argval!r}",
+                      hint="side effects on objects are not replayed yet")
+
+
+@opcode("BINARY_SUBSCR")
+def binary_subscr(f, inst):
+    index = f.pop()
+    obj = f.pop()
+    f.push(getitem(f, obj, index))
+
+
+@opcode("STORE_SUBSCR")
+def store_subscr(f, inst):
+    import operator
+    from ...values.tensor import TensorValue, graph_call
+    index = f.pop()
+    obj = f.pop()
+    value = f.pop()
+    if isinstance(obj, TensorValue):
+        graph_call(f, "call_function", operator.setitem, [obj, index, value], {})
+        return
+    if hasattr(obj, "setitem"):
+        obj.setitem(f, index, value)
+        return
+    raise Unsupported(f"item assignment on {obj}")
+
+
+@opcode("DELETE_SUBSCR")
+def delete_subscr(f, inst):
+    index = f.pop()
+    obj = f.pop()
+    if hasattr(obj, "delitem"):
+        obj.delitem(f, index)
+        return
+    raise Unsupported(f"item deletion on {obj}")
+
+
+# --- cells -------------------------------------------------------------------
+
+@opcode("MAKE_CELL")
+def make_cell(f, inst):
+    name = inst.argval
+    cell = f.cells.get(name)
+    if cell is None:
+        cell = f.cells[name] = CellValue()
+    if name in f.locals:  # an argument captured by an inner function
+        cell.set(f, f.load_local(name))
+        del f.locals[name]
+
+
+@opcode("COPY_FREE_VARS")
+def copy_free_vars(f, inst):
+    pass  # the frame's closure cells are installed when the frame is made
+
+
+def _cell(f, name):
+    try:
+        return f.cells[name]
+    except KeyError:
+        raise Unsupported(f"cell {name!r} not found")
+
+
+@opcode("LOAD_DEREF", "LOAD_CLASSDEREF")
+def load_deref(f, inst):
+    f.push(_cell(f, inst.argval).get(f, inst.argval))
+
+
+@opcode("STORE_DEREF")
+def store_deref(f, inst):
+    _cell(f, inst.argval).set(f, f.pop())
+
+
+@opcode("DELETE_DEREF")
+def delete_deref(f, inst):
+    cell = _cell(f, inst.argval)
+    if isinstance(cell, RealCellValue):
+        raise Unsupported("deleting a nonlocal of a function defined outside the frame")
+    cell.get(f, inst.argval)
+    cell.contents = CellValue.EMPTY
+
+
+@opcode("LOAD_CLOSURE")
+def load_closure(f, inst):
+    f.push(_cell(f, inst.argval))

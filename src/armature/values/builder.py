@@ -1,0 +1,160 @@
+"""The one place that turns real objects into Values (Dynamo's
+VariableBuilder).  Wrapping installs exactly the guards the chosen Value kind
+relies on; since wrapping happens only when traced code reads a value, guards
+stay lazy.
+"""
+from __future__ import annotations
+
+import builtins
+import enum
+import functools
+import types
+from typing import Any
+
+import torch
+
+from ..diagnostics.errors import Unsupported
+from ..guards.guard import Guard, Kind, TensorMeta
+from ..guards.sources import ItemSource, Source
+from .base import Value
+from .constant import ConstantValue
+
+_CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                   type(NotImplemented))
+_META_CONSTANT_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def is_torch_object(obj: Any) -> bool:
+    mod = getattr(obj, "__module__", None) or ""
+    return mod == "torch" or mod.startswith("torch.")
+
+
+def wrap(ctx, obj: Any, source: Source | None) -> Value:
+    """Wrap ``obj`` read from ``source``; guards go to ``ctx.guards``.
+    ``source=None`` means the object is trusted (e.g. a torch-internal
+    global) and needs no guard."""
+    cached = ctx.value_cache.get(id(obj))
+    if cached is not None and cached[0] is obj:
+        value = cached[1]
+        if source is not None and value.source is not None and value.source != source \
+                and not isinstance(value, ConstantValue):
+            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, value.source))
+        if not isinstance(value, ConstantValue):
+            return value
+    value = _wrap_new(ctx, obj, source)
+    if not isinstance(value, ConstantValue):
+        ctx.value_cache[id(obj)] = (obj, value)
+    return value
+
+
+def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None:
+    if source is not None:
+        ctx.guards.add(Guard(kind, source, expected))
+
+
+def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
+    from . import containers, functions, modules, objects, torch_ops, builtins as vbuiltins
+    from .tensor import TensorValue
+
+    t = type(obj)
+    if isinstance(obj, torch.Tensor):
+        if source is None:
+            raise Unsupported("a tensor constant reached from torch internals")
+        if t not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer if hasattr(torch.nn, "Buffer") else torch.Tensor):
+            raise Unsupported(f"tensor subclass {t.__qualname__}",
+                              hint="tensor subclasses are on the roadmap; this frame runs eagerly")
+        _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
+        node, fake = ctx.graph.add_input(obj, source)
+        return TensorValue(node, fake, cls=t, source=source)
+    if t in _CONSTANT_TYPES:
+        _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
+        return ConstantValue(obj, source)
+    if t in _META_CONSTANT_TYPES:
+        _guard(ctx, Kind.CONSTANT_MATCH if t is torch.device else Kind.ID_MATCH, source, obj)
+        return ConstantValue(obj, source)
+    if t is torch.Size:
+        _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
+        return ConstantValue(obj, source)
+    if t in (tuple, list) or (isinstance(obj, tuple) and hasattr(t, "_fields")):
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        _guard(ctx, Kind.LEN_MATCH, source, len(obj))
+        items = [wrap(ctx, v, ItemSource(source, i) if source is not None else None)
+                 for i, v in enumerate(obj)]
+        if t is list:
+            return containers.ListValue(items, source=source)
+        return containers.TupleValue(items, cls=t, source=source)
+    if t is dict:
+        keys = list(obj)
+        if not all(type(k) in (str, int, bool) for k in keys):
+            raise Unsupported("a dict with non-string/int keys passed into a compiled frame")
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        _guard(ctx, Kind.DICT_KEYS, source, keys)
+        items = {k: wrap(ctx, obj[k], ItemSource(source, k) if source is not None else None) for k in keys}
+        return containers.DictValue(items, source=source)
+    if t in (slice, range):
+        _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
+        return ConstantValue(obj, source)
+    if isinstance(obj, torch.nn.Module):
+        return modules.wrap_module(ctx, obj, source)
+    if isinstance(obj, types.ModuleType):
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return torch_ops.PythonModuleValue(obj, source)
+    if t is types.FunctionType:
+        if getattr(obj, "__armature_disabled__", False):
+            raise Unsupported(f"call to {obj.__qualname__}, which is marked armature.disable")
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        if torch_ops.is_graph_function(obj):
+            return torch_ops.TorchFunctionValue(obj, source)
+        return functions.UserFunctionValue(obj, source)
+    if t is types.MethodType:
+        # A bound method is made anew on each attribute read: guard what it binds.
+        from ..guards.sources import AttrSource
+        self_v = wrap(ctx, obj.__self__, AttrSource(source, "__self__") if source is not None else None)
+        func_v = wrap(ctx, obj.__func__, AttrSource(source, "__func__") if source is not None else None)
+        return functions.BoundMethodValue(func_v, self_v, source)
+    if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                        torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
+            or t.__name__ == "method-wrapper":
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        if torch_ops.is_graph_function(obj):
+            return torch_ops.TorchFunctionValue(obj, source)
+        return vbuiltins.BuiltinValue(obj, source)
+    if isinstance(obj, type):
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        if obj in torch_ops.GRAD_MODE_CLASSES:
+            return torch_ops.GradModeClassValue(obj, source)
+        return objects.ClassValue(obj, source)
+    if isinstance(obj, enum.Enum):
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConstantValue(obj, source)
+    ctx_value = torch_ops.wrap_context_object(ctx, obj, source)
+    if ctx_value is not None:
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        return ctx_value
+    return objects.wrap_object(ctx, obj, source)
+
+
+def wrap_constant_result(result: Any) -> Value:
+    """Wrap the result of folding a pure call on constants."""
+    if type(result) in _CONSTANT_TYPES or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
+        return ConstantValue(result)
+    if type(result) in (tuple, list):
+        from .containers import ListValue, TupleValue
+        items = [wrap_constant_result(r) for r in result]
+        return TupleValue(items) if type(result) is tuple else ListValue(items)
+    if type(result) is dict:
+        from .containers import DictValue
+        return DictValue({k: wrap_constant_result(v) for k, v in result.items()})
+    if isinstance(result, (frozenset, set)):
+        return ConstantValue(result) if isinstance(result, frozenset) else _unsupported(result)
+    raise Unsupported(f"a folded call returned {type(result).__name__}")
+
+
+def _unsupported(result):
+    raise Unsupported(f"a folded call returned {type(result).__name__}")
+
+
+def builtin_value(ctx, name: str) -> Value:
+    from ..guards.sources import BuiltinSource
+    obj = builtins.__dict__[name]
+    return wrap(ctx, obj, None)

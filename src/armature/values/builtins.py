@@ -1,0 +1,320 @@
+"""Python builtins as a rule table: one small function per builtin.
+
+A builtin with no rule folds when all its arguments are constants and it is
+known to be pure; otherwise it is Unsupported.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Callable
+
+from ..diagnostics.errors import Unsupported
+from .base import Value
+from .constant import ConstantValue
+from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
+
+RULES: dict[object, Callable] = {}
+
+PURE_BUILTINS = {
+    abs, all, any, bin, bool, chr, divmod, float, format, hex, int, len, max, min, oct, ord,
+    pow, repr, round, sorted, str, sum, tuple, list, complex, hash, frozenset, range, slice,
+    *(v for k, v in vars(math).items() if callable(v)),
+    *(v for k, v in vars(operator).items() if callable(v) and not k.startswith("_")),
+}
+
+
+def rule(*fns):
+    def deco(handler):
+        for f in fns:
+            RULES[f] = handler
+        return handler
+    return deco
+
+
+class BuiltinValue(Value):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call(self, tx, args, kwargs):
+        handler = RULES.get(self.fn)
+        if handler is not None:
+            return handler(tx, *args, **kwargs)
+        return fold_call(self.fn, args, kwargs)
+
+    def __repr__(self):
+        return f"<builtin {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+def fold_call(fn, args, kwargs) -> Value:
+    if fn not in PURE_BUILTINS:
+        name = getattr(fn, "__qualname__", repr(fn))
+        mod = getattr(fn, "__module__", None)
+        raise Unsupported(f"call to {mod + '.' if mod and mod != 'builtins' else ''}{name}, "
+                          "a C function armature does not know",
+                          hint="if it is pure, compute it outside the compiled function")
+    from .containers import unwrap_constants
+    from .builder import wrap_constant_result
+    a, k = unwrap_constants(args, kwargs, what=f"{getattr(fn, '__name__', fn)}()")
+    try:
+        return wrap_constant_result(fn(*a, **k))
+    except Unsupported:
+        raise
+    except Exception as e:
+        raise Unsupported(f"{getattr(fn, '__name__', fn)}() raised {type(e).__name__}: {e} while tracing")
+
+
+def _all_const(*vals) -> bool:
+    return all(v.is_python_constant() for v in vals)
+
+
+@rule(len)
+def _len(tx, obj):
+    return ConstantValue(obj.length(tx))
+
+
+@rule(isinstance)
+def _isinstance(tx, obj, classinfo):
+    cls = classinfo.as_python_constant()
+    return ConstantValue(issubclass(obj.python_type(), cls))
+
+
+@rule(issubclass)
+def _issubclass(tx, cls, classinfo):
+    return ConstantValue(issubclass(cls.as_python_constant(), classinfo.as_python_constant()))
+
+
+@rule(type)
+def _type(tx, obj, *rest):
+    if rest:
+        raise Unsupported("type() with three arguments")
+    from .builder import wrap
+    from ..guards.sources import constant_source
+    t = obj.python_type()
+    return wrap(tx.ctx, t, None)
+
+
+@rule(range)
+def _range(tx, *args):
+    return ConstantValue(range(*[a.as_python_constant() for a in args]))
+
+
+@rule(slice)
+def _slice(tx, *args):
+    if _all_const(*args):
+        return ConstantValue(slice(*[a.as_python_constant() for a in args]))
+    a = list(args) + [ConstantValue(None)] * (3 - len(args))
+    if len(args) == 1:
+        a = [ConstantValue(None), args[0], ConstantValue(None)]
+    return SliceValue(*a)
+
+
+@rule(enumerate)
+def _enumerate(tx, iterable, start=ConstantValue(0)):
+    s = start.as_python_constant()
+    return IteratorValue([TupleValue([ConstantValue(i + s), v]) for i, v in enumerate(tx.iterate(iterable))])
+
+
+@rule(zip)
+def _zip(tx, *iterables, strict=ConstantValue(False)):
+    seqs = [tx.iterate(i) for i in iterables]
+    if strict.as_python_constant() and len({len(s) for s in seqs}) > 1:
+        raise Unsupported("zip(strict=True) with arguments of different lengths")
+    return IteratorValue([TupleValue(list(t)) for t in zip(*seqs)])
+
+
+@rule(reversed)
+def _reversed(tx, seq):
+    return IteratorValue(list(reversed(tx.iterate(seq))))
+
+
+@rule(iter)
+def _iter(tx, obj, *sentinel):
+    if sentinel:
+        raise Unsupported("iter() with a sentinel")
+    return tx.get_iter(obj)
+
+
+@rule(next)
+def _next(tx, it, *default):
+    if not isinstance(it, IteratorValue):
+        raise Unsupported(f"next() on {it}")
+    v = it.next(tx)
+    if v is None:
+        if default:
+            return default[0]
+        raise Unsupported("next() raised StopIteration")
+    return v
+
+
+@rule(list)
+def _list(tx, iterable=None):
+    return ListValue([] if iterable is None else tx.iterate(iterable))
+
+
+@rule(tuple)
+def _tuple(tx, iterable=None):
+    return TupleValue([] if iterable is None else tx.iterate(iterable))
+
+
+@rule(dict)
+def _dict(tx, *args, **kwargs):
+    out = DictValue({})
+    out.method(tx, "update", list(args), kwargs)
+    return out
+
+
+def _reduce_minmax(tx, fn, args, kwargs):
+    if kwargs or len(args) == 1 and not args[0].is_python_constant():
+        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+        if _all_const(*items) and "key" not in kwargs:
+            d = {"default": kwargs["default"].as_python_constant()} if "default" in kwargs else {}
+            return ConstantValue(fn([i.as_python_constant() for i in items], **d))
+        raise Unsupported(f"{fn.__name__}() over values that are not constants")
+    return fold_call(fn, args, kwargs)
+
+
+@rule(min)
+def _min(tx, *args, **kwargs):
+    return _reduce_minmax(tx, min, args, kwargs)
+
+
+@rule(max)
+def _max(tx, *args, **kwargs):
+    return _reduce_minmax(tx, max, args, kwargs)
+
+
+@rule(sum)
+def _sum(tx, iterable, start=ConstantValue(0)):
+    from .operators import binary_op
+    acc = start
+    for v in tx.iterate(iterable):
+        acc = binary_op(tx, operator.add, acc, v)
+    return acc
+
+
+@rule(abs)
+def _abs(tx, x):
+    from .tensor import TensorValue, graph_call
+    if isinstance(x, TensorValue):
+        return graph_call(tx, "call_function", operator.abs, [x], {})
+    return fold_call(abs, [x], {})
+
+
+@rule(pow)
+def _pow(tx, a, b, *mod):
+    from .operators import binary_op
+    if mod:
+        return fold_call(pow, [a, b, *mod], {})
+    return binary_op(tx, operator.pow, a, b)
+
+
+@rule(bool)
+def _bool(tx, x=ConstantValue(False)):
+    return ConstantValue(x.truth(tx))
+
+
+@rule(all)
+def _all(tx, iterable):
+    return ConstantValue(all(v.truth(tx) for v in tx.iterate(iterable)))
+
+
+@rule(any)
+def _any(tx, iterable):
+    return ConstantValue(any(v.truth(tx) for v in tx.iterate(iterable)))
+
+
+@rule(callable)
+def _callable(tx, obj):
+    if obj.is_python_constant():
+        return ConstantValue(callable(obj.as_python_constant()))
+    from .functions import _Function, BoundMethodValue
+    from .tensor import TensorValue
+    from .containers import _Sequence
+    if isinstance(obj, (_Function, BoundMethodValue)):
+        return ConstantValue(True)
+    if isinstance(obj, (TensorValue, _Sequence, DictValue)):
+        return ConstantValue(False)
+    return ConstantValue(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
+
+
+@rule(getattr)
+def _getattr(tx, obj, name, *default):
+    n = name.as_python_constant()
+    if default:
+        try:
+            return obj.getattr(tx, n)
+        except Unsupported as e:
+            if "has no attribute" in str(e) or "AttributeError" in str(e):
+                return default[0]
+            raise
+    return obj.getattr(tx, n)
+
+
+@rule(hasattr)
+def _hasattr(tx, obj, name):
+    n = name.as_python_constant()
+    if hasattr(obj, "has_attr"):
+        return ConstantValue(obj.has_attr(tx, n))
+    if obj.is_python_constant():
+        return ConstantValue(hasattr(obj.as_python_constant(), n))
+    from .tensor import TensorValue
+    if isinstance(obj, TensorValue):
+        return ConstantValue(hasattr(obj.fake, n))
+    raise Unsupported(f"hasattr() on {obj}")
+
+
+@rule(setattr)
+def _setattr(tx, obj, name, value):
+    obj.setattr(tx, name.as_python_constant(), value)
+    return ConstantValue(None)
+
+
+@rule(sorted)
+def _sorted(tx, iterable, key=None, reverse=ConstantValue(False)):
+    return ListValue(sorted_values(tx, tx.iterate(iterable), key, reverse.as_python_constant()))
+
+
+def sorted_values(tx, items, key, reverse: bool):
+    keys = [key.call(tx, [v], {}) if key is not None and not (key.is_python_constant() and key.as_python_constant() is None)
+            else v for v in items]
+    if not _all_const(*keys):
+        raise Unsupported("sorted() with keys that are not constants")
+    order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=reverse)
+    return [items[i] for i in order]
+
+
+@rule(map)
+def _map(tx, fn, *iterables):
+    seqs = [tx.iterate(i) for i in iterables]
+    return IteratorValue([fn.call(tx, list(args), {}) for args in zip(*seqs)])
+
+
+@rule(filter)
+def _filter(tx, fn, iterable):
+    items = tx.iterate(iterable)
+    if fn.is_python_constant() and fn.as_python_constant() is None:
+        return IteratorValue([v for v in items if v.truth(tx)])
+    return IteratorValue([v for v in items if fn.call(tx, [v], {}).truth(tx)])
+
+
+@rule(print)
+def _print(tx, *args, **kwargs):
+    raise Unsupported("print() writes output", hint="graph breaks are not supported yet; "
+                      "remove print() from the compiled function or accept that the frame runs eagerly")
+
+
+@rule(id)
+def _id(tx, obj):
+    raise Unsupported("id() depends on object identity at run time")

@@ -1,0 +1,404 @@
+"""Tuples, lists, dicts, slices and iterators over them.
+
+Containers created inside the frame are modelled item by item; containers
+read from outside carry a Source so that returning them unchanged returns the
+very same object.  Mutating a container that existed before the frame is a
+side effect, which this milestone does not replay: it raises Unsupported.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..diagnostics.errors import Unsupported
+from .base import Value
+from .constant import ConstantValue
+
+
+def unwrap_constants(args, kwargs, what: str):
+    try:
+        return ([a.as_python_constant() for a in args],
+                {k: v.as_python_constant() for k, v in kwargs.items()})
+    except Unsupported:
+        raise Unsupported(f"{what} with arguments that are not known while tracing")
+
+
+def is_constant_tree(v: Value) -> bool:
+    if isinstance(v, ConstantValue):
+        return True
+    if isinstance(v, (TupleValue, ListValue)):
+        return all(is_constant_tree(i) for i in v.items)
+    return False
+
+
+class _Sequence(Value):
+    mutable = False
+
+    def __init__(self, items: list[Value], source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def unpack(self, tx):
+        return list(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def is_python_constant(self):
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self):
+        return self.python_type()(i.as_python_constant() for i in self.items) \
+            if self.python_type() in (list, tuple) else self._const_other()
+
+    def _const_other(self):
+        return self.python_type()(*[i.as_python_constant() for i in self.items])
+
+    def getitem(self, tx, index: Value) -> Value:
+        if isinstance(index, SliceValue) or (isinstance(index, ConstantValue) and isinstance(index.value, slice)):
+            sl = index.as_python_constant() if isinstance(index, ConstantValue) else index.as_slice()
+            return self._new(self.items[sl])
+        if isinstance(index, ConstantValue) and isinstance(index.value, int):
+            try:
+                return self.items[index.value]
+            except IndexError:
+                raise Unsupported(f"index {index.value} out of range for a {self.python_type().__name__} "
+                                  f"of length {len(self.items)}")
+        raise Unsupported(f"indexing a {self.python_type().__name__} with {index}")
+
+    def _new(self, items):
+        return type(self)(items)
+
+    def method(self, tx, name, args, kwargs):
+        if name in ("index", "count") and not kwargs:
+            consts = [i for i in self.items]
+            target = args[0]
+            from .operators import values_equal
+            matches = [values_equal(tx, i, target) for i in consts]
+            if name == "count":
+                return ConstantValue(sum(matches))
+            for i, m in enumerate(matches):
+                if m:
+                    return ConstantValue(i)
+            raise Unsupported(f"{name}(): value not in sequence")
+        raise Unsupported(f"{self.python_type().__name__}.{name}()")
+
+    def getattr(self, tx, name):
+        return BoundContainerMethod(self, name)
+
+
+class TupleValue(_Sequence):
+    def __init__(self, items, cls: type = tuple, source=None):
+        super().__init__(items, source)
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
+
+    def _new(self, items):
+        return TupleValue(items)
+
+    def as_python_constant(self):
+        vals = [i.as_python_constant() for i in self.items]
+        if self.cls is tuple:
+            return tuple(vals)
+        if self.cls is torch.Size:
+            return torch.Size(vals)
+        return self.cls(*vals)
+
+    def getattr(self, tx, name):
+        fields = getattr(self.cls, "_fields", None)
+        if fields and name in fields:
+            return self.items[fields.index(name)]
+        return super().getattr(tx, name)
+
+    def reconstruct(self, out):
+        if self.source is not None:
+            return super().reconstruct(out)
+        if self.cls is tuple:
+            for i in self.items:
+                out.reconstruct(i)
+            out.instr("BUILD_TUPLE", len(self.items))
+            return
+        if hasattr(self.cls, "_fields"):  # namedtuple: cls(*items)
+            out.instr("PUSH_NULL")
+            out.load_const(self.cls)
+            for i in self.items:
+                out.reconstruct(i)
+            out.call(len(self.items))
+            return
+        # torch.Size, structseqs: cls(tuple)
+        out.instr("PUSH_NULL")
+        out.load_const(self.cls)
+        for i in self.items:
+            out.reconstruct(i)
+        out.instr("BUILD_TUPLE", len(self.items))
+        out.call(1)
+
+    def __repr__(self):
+        return f"Tuple({self.items!r})"
+
+
+class ListValue(_Sequence):
+    mutable = True
+
+    def python_type(self):
+        return list
+
+    def as_python_constant(self):
+        return [i.as_python_constant() for i in self.items]
+
+    def _check_mutable(self, what):
+        if self.source is not None:
+            raise Unsupported(f"{what} on a list that exists outside the compiled frame",
+                              hint="side effects on inputs are not replayed yet")
+
+    def method(self, tx, name, args, kwargs):
+        items = self.items
+        if name in ("append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"):
+            self._check_mutable(f"list.{name}()")
+        if name == "append":
+            items.append(args[0])
+            return ConstantValue(None)
+        if name == "extend":
+            items.extend(tx.iterate(args[0]))
+            return ConstantValue(None)
+        if name == "insert":
+            items.insert(args[0].as_python_constant(), args[1])
+            return ConstantValue(None)
+        if name == "pop":
+            idx = args[0].as_python_constant() if args else -1
+            if not items:
+                raise Unsupported("pop from empty list")
+            return items.pop(idx)
+        if name == "clear":
+            items.clear()
+            return ConstantValue(None)
+        if name == "reverse":
+            items.reverse()
+            return ConstantValue(None)
+        if name == "copy":
+            return ListValue(list(items))
+        if name == "sort":
+            from .builtins import sorted_values
+            key = kwargs.get("key")
+            rev = kwargs.get("reverse", ConstantValue(False)).as_python_constant()
+            items[:] = sorted_values(tx, items, key, rev)
+            return ConstantValue(None)
+        if name == "remove":
+            from .operators import values_equal
+            for i, v in enumerate(items):
+                if values_equal(tx, v, args[0]):
+                    del items[i]
+                    return ConstantValue(None)
+            raise Unsupported("list.remove(x): x not in list")
+        return super().method(tx, name, args, kwargs)
+
+    def setitem(self, tx, index: Value, value: Value):
+        self._check_mutable("list item assignment")
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            self.items[key] = tx.iterate(value)
+        else:
+            self.items[key] = value
+
+    def delitem(self, tx, index: Value):
+        self._check_mutable("list item deletion")
+        del self.items[index.as_python_constant()]
+
+    def reconstruct(self, out):
+        if self.source is not None:
+            return super().reconstruct(out)
+        for i in self.items:
+            out.reconstruct(i)
+        out.instr("BUILD_LIST", len(self.items))
+
+    def __repr__(self):
+        return f"List({self.items!r})"
+
+
+class DictValue(Value):
+    """A dict whose keys are Python constants known while tracing."""
+
+    def __init__(self, items: dict[Any, Value], cls: type = dict, source=None):
+        super().__init__(source)
+        self.items = dict(items)
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def unpack(self, tx):
+        return [ConstantValue(k) for k in self.items]
+
+    def is_python_constant(self):
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self):
+        return self.cls((k, v.as_python_constant()) for k, v in self.items.items())
+
+    def getitem(self, tx, key: Value) -> Value:
+        k = _key(key)
+        if k not in self.items:
+            raise Unsupported(f"KeyError: {k!r}")
+        return self.items[k]
+
+    def _check_mutable(self, what):
+        if self.source is not None:
+            raise Unsupported(f"{what} on a dict that exists outside the compiled frame",
+                              hint="side effects on inputs are not replayed yet")
+
+    def setitem(self, tx, key: Value, value: Value):
+        self._check_mutable("dict item assignment")
+        self.items[_key(key)] = value
+
+    def delitem(self, tx, key: Value):
+        self._check_mutable("dict item deletion")
+        k = _key(key)
+        if k not in self.items:
+            raise Unsupported(f"KeyError: {k!r}")
+        del self.items[k]
+
+    def getattr(self, tx, name):
+        return BoundContainerMethod(self, name)
+
+    def method(self, tx, name, args, kwargs):
+        items = self.items
+        if name == "get":
+            k = _key(args[0])
+            return items.get(k, args[1] if len(args) > 1 else ConstantValue(None))
+        if name == "keys":
+            return ListValue([ConstantValue(k) for k in items])  # materialised view
+        if name == "values":
+            return ListValue(list(items.values()))
+        if name == "items":
+            return ListValue([TupleValue([ConstantValue(k), v]) for k, v in items.items()])
+        if name == "copy":
+            return DictValue(items, self.cls)
+        if name in ("update", "setdefault", "pop", "popitem", "clear"):
+            self._check_mutable(f"dict.{name}()")
+        if name == "update":
+            if args:
+                other = args[0]
+                if isinstance(other, DictValue):
+                    items.update(other.items)
+                else:
+                    for pair in tx.iterate(other):
+                        k, v = tx.iterate(pair)
+                        items[_key(k)] = v
+            for k, v in kwargs.items():
+                items[k] = v
+            return ConstantValue(None)
+        if name == "setdefault":
+            k = _key(args[0])
+            if k not in items:
+                items[k] = args[1] if len(args) > 1 else ConstantValue(None)
+            return items[k]
+        if name == "pop":
+            k = _key(args[0])
+            if k in items:
+                return items.pop(k)
+            if len(args) > 1:
+                return args[1]
+            raise Unsupported(f"KeyError: {k!r}")
+        if name == "popitem":
+            if not items:
+                raise Unsupported("popitem(): dictionary is empty")
+            k, v = items.popitem()
+            return TupleValue([ConstantValue(k), v])
+        if name == "clear":
+            items.clear()
+            return ConstantValue(None)
+        if name == "__contains__":
+            return ConstantValue(_key(args[0]) in items)
+        raise Unsupported(f"dict.{name}()")
+
+    def reconstruct(self, out):
+        if self.source is not None:
+            return super().reconstruct(out)
+        if self.cls is not dict:
+            out.instr("PUSH_NULL")
+            out.load_const(self.cls)
+        for k, v in self.items.items():
+            out.load_const(k)
+            out.reconstruct(v)
+        out.instr("BUILD_MAP", len(self.items))
+        if self.cls is not dict:
+            out.call(1)
+
+    def __repr__(self):
+        return f"Dict({self.items!r})"
+
+
+def _key(v: Value):
+    try:
+        k = v.as_python_constant()
+        hash(k)
+        return k
+    except (Unsupported, TypeError):
+        raise Unsupported(f"dict key {v} is not a hashable constant known while tracing")
+
+
+class SliceValue(Value):
+    def __init__(self, start: Value, stop: Value, step: Value):
+        super().__init__()
+        self.start, self.stop, self.step = start, stop, step
+
+    def python_type(self):
+        return slice
+
+    def as_slice(self):
+        return slice(self.start.as_python_constant(), self.stop.as_python_constant(),
+                     self.step.as_python_constant())
+
+    def is_python_constant(self):
+        return all(v.is_python_constant() for v in (self.start, self.stop, self.step))
+
+    def as_python_constant(self):
+        return self.as_slice()
+
+
+class BoundContainerMethod(Value):
+    def __init__(self, obj: Value, name: str):
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call(self, tx, args, kwargs):
+        return self.obj.method(tx, self.name, args, kwargs)
+
+    def __repr__(self):
+        return f"<method {self.obj.python_type().__name__}.{self.name}>"
+
+
+class IteratorValue(Value):
+    """An iterator over a finite, known sequence of Values."""
+
+    def __init__(self, items: list[Value]):
+        super().__init__()
+        self.items = items
+        self.index = 0
+
+    def python_type(self):
+        return type(iter([]))
+
+    def next(self, tx) -> Value | None:
+        if self.index >= len(self.items):
+            return None
+        v = self.items[self.index]
+        self.index += 1
+        return v
+
+    def unpack(self, tx):
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest

@@ -1,0 +1,148 @@
+"""Python operators on Values: one rule per operand kind, tried in order.
+
+Tensors go to the graph, constants fold, containers follow CPython's
+sequence/dict semantics; anything else is Unsupported.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+from ..diagnostics.errors import Unsupported
+from .base import Value
+from .constant import INPLACE_TO_BINARY, ConstantValue
+from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
+from .tensor import TensorValue, graph_call
+
+_INPLACE = frozenset(INPLACE_TO_BINARY)
+
+
+def _fold(op: Callable, *args):
+    try:
+        return op(*args)
+    except Exception as e:
+        raise Unsupported(f"{getattr(op, '__name__', op)} raised {type(e).__name__}: {e} while tracing",
+                          hint="the original code will raise it; this frame runs eagerly")
+
+
+def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
+    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
+        if op in _INPLACE and isinstance(a, TensorValue):
+            graph_call(tx, "call_function", op, [a, b], {})
+            return a
+        return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, b], {})
+    if isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
+        from .builder import wrap_constant_result
+        return wrap_constant_result(_fold(op, a.value, b.value))
+    base = INPLACE_TO_BINARY.get(op, op)
+    if isinstance(a, _Sequence) and isinstance(b, _Sequence) and base is operator.add:
+        if isinstance(a, ListValue) and isinstance(b, ListValue):
+            if op is operator.iadd:
+                a.method(tx, "extend", [b], {})
+                return a
+            return ListValue(a.items + b.items)
+        if isinstance(a, TupleValue) and isinstance(b, TupleValue) and a.cls is tuple and b.cls is tuple:
+            return TupleValue(a.items + b.items)
+    if isinstance(a, ListValue) and op is operator.iadd:
+        a.method(tx, "extend", [b], {})
+        return a
+    if base is operator.mul:
+        seq, n = (a, b) if isinstance(a, _Sequence) else (b, a)
+        if isinstance(seq, _Sequence) and isinstance(n, ConstantValue) and isinstance(n.value, int):
+            if isinstance(seq, ListValue) and op is operator.imul and seq is a:
+                seq._check_mutable("list *=")
+                seq.items[:] = seq.items * n.value
+                return seq
+            return type(seq)(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
+    if base is operator.or_ and isinstance(a, DictValue) and isinstance(b, DictValue):
+        if op is operator.ior:
+            a.method(tx, "update", [b], {})
+            return a
+        return DictValue({**a.items, **b.items})
+    if is_constant_tree(a) and is_constant_tree(b):
+        from .builder import wrap_constant_result
+        return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    raise Unsupported(f"operator {getattr(base, '__name__', base)} on {a} and {b}")
+
+
+def unary_op(tx, op: Callable, a: Value) -> Value:
+    if op is operator.not_:
+        return ConstantValue(not a.truth(tx))
+    if isinstance(a, TensorValue):
+        return graph_call(tx, "call_function", op, [a], {})
+    if isinstance(a, ConstantValue):
+        return ConstantValue(_fold(op, a.value))
+    raise Unsupported(f"operator {op.__name__} on {a}")
+
+
+def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
+    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
+        return graph_call(tx, "call_function", op, [a, b], {})
+    if op in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
+        eq = values_equal(tx, a, b)
+        return ConstantValue(eq if op is operator.eq else not eq)
+    if a.is_python_constant() and b.is_python_constant():
+        return ConstantValue(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    raise Unsupported(f"comparison {op.__name__} of {a} and {b}")
+
+
+def is_same(tx, a: Value, b: Value) -> bool:
+    """``a is b``.  The builder wraps each real object once per trace, so two
+    distinct non-constant Values are two distinct objects."""
+    if a is b:
+        return True
+    ca, cb = a.is_python_constant(), b.is_python_constant()
+    if ca and cb and isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
+        return a.value is b.value
+    if ca and cb:
+        return a.as_python_constant() is b.as_python_constant()
+    if ca != cb and (ca and a.as_python_constant() is None or cb and b.as_python_constant() is None):
+        return False
+    if not ca and not cb:
+        return False
+    raise Unsupported(f"identity comparison of {a} and {b}")
+
+
+def values_equal(tx, a: Value, b: Value) -> bool:
+    if a is b and not isinstance(a, TensorValue):
+        return True
+    if a.is_python_constant() and b.is_python_constant():
+        return bool(_fold(operator.eq, a.as_python_constant(), b.as_python_constant()))
+    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
+        if a.is_python_constant() and a.as_python_constant() is None or \
+                b.is_python_constant() and b.as_python_constant() is None:
+            return False
+        raise Unsupported("== between tensors inside a container comparison depends on tensor data")
+    if isinstance(a, _Sequence) and isinstance(b, _Sequence):
+        if a.python_type() is not b.python_type() or len(a.items) != len(b.items):
+            return False
+        return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
+    if a.is_python_constant() != b.is_python_constant():
+        return False
+    raise Unsupported(f"equality of {a} and {b}")
+
+
+def contains(tx, item: Value, container: Value) -> bool:
+    if isinstance(container, DictValue):
+        return container.method(tx, "__contains__", [item], {}).value
+    if isinstance(container, _Sequence):
+        return any(values_equal(tx, item, x) for x in container.items)
+    if isinstance(container, ConstantValue):
+        return bool(_fold(operator.contains, container.value, item.as_python_constant()))
+    if isinstance(container, TensorValue):
+        raise Unsupported("`in` on a tensor depends on its data")
+    from .modules import ModuleValue
+    if isinstance(container, ModuleValue):
+        return container.contains(tx, item)
+    raise Unsupported(f"`in` on {container}")
+
+
+def getitem(tx, obj: Value, index: Value) -> Value:
+    if isinstance(obj, TensorValue):
+        return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
+    if hasattr(obj, "getitem"):
+        return obj.getitem(tx, index)
+    if isinstance(obj, ConstantValue):
+        from .builder import wrap_constant_result
+        return wrap_constant_result(_fold(operator.getitem, obj.value, index.as_python_constant()))
+    raise Unsupported(f"indexing {obj}")

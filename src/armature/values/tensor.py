@@ -1,0 +1,228 @@
+"""Tensors: an FX node plus its fake tensor.
+
+Metadata (shape, dtype, device, ...) is read from the fake tensor and folded
+to constants: sizes and strides are guarded on every graph input, so they are
+static for the life of a cache entry.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..diagnostics.errors import Unsupported
+from .base import Value
+from .constant import ConstantValue
+
+# Attributes that are plain metadata of the (guarded) tensor.
+META_ATTRS = frozenset({
+    "shape", "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu",
+    "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_leaf", "itemsize",
+    "is_mps", "is_xpu", "names",
+})
+# Attributes that are new tensors (views) computed from the tensor.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# Methods whose answer is metadata only (folded, no graph node).
+META_METHODS = frozenset({
+    "size", "stride", "dim", "ndimension", "numel", "nelement", "element_size",
+    "is_contiguous", "is_floating_point", "is_complex", "get_device", "is_signed",
+    "storage_offset", "is_inference", "__len__",
+})
+# Methods that need real data or change autograd state: never traced.
+UNTRACEABLE_METHODS = {
+    "item": "Tensor.item() reads a value out of the tensor",
+    "tolist": "Tensor.tolist() reads values out of the tensor",
+    "numpy": "Tensor.numpy() leaves torch",
+    "__array__": "converting to numpy leaves torch",
+    "data_ptr": "Tensor.data_ptr() depends on real memory",
+    "backward": "Tensor.backward() runs autograd",
+    "register_hook": "registering hooks inside compiled code",
+    "retain_grad": "Tensor.retain_grad() changes autograd state",
+    "requires_grad_": "Tensor.requires_grad_() changes autograd metadata",
+    "storage": "storage access", "untyped_storage": "storage access",
+    "__bool__": "bool() of a tensor depends on its data",
+    "__int__": "int() of a tensor depends on its data",
+    "__float__": "float() of a tensor depends on its data",
+    "__index__": "using a tensor as an index depends on its data",
+    "share_memory_": "Tensor.share_memory_()", "record_stream": "Tensor.record_stream()",
+    "set_": "Tensor.set_() swaps storage", "resize_": "Tensor.resize_()",
+}
+
+
+class TensorValue(Value):
+    def __init__(self, node: torch.fx.Node, fake: torch.Tensor, cls: type = torch.Tensor, source=None):
+        super().__init__(source)
+        self.node = node
+        self.fake = fake
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
+
+    def getattr(self, tx, name):
+        fake = self.fake
+        if name in META_ATTRS:
+            if name == "requires_grad" and self.source is None:
+                # Under no_grad results never require grad; fake propagation knows.
+                return ConstantValue(fake.requires_grad)
+            return ConstantValue(getattr(fake, name))
+        if name in TENSOR_ATTRS:
+            return graph_call(tx, "call_function", getattr, [self, ConstantValue(name)], {})
+        if name == "grad":
+            if self.source is None:
+                return ConstantValue(None) if fake.grad is None else _unsupported_attr(name)
+            from ..guards.sources import AttrSource
+            from .builder import wrap
+            real = _real_of(tx, self)
+            return wrap(tx.ctx, real.grad, AttrSource(self.source, "grad"))
+        if name in ("data",):
+            return graph_call(tx, "call_method", "detach", [self], {})
+        attr = getattr(torch.Tensor, name, None)
+        if attr is None:
+            raise Unsupported(f"Tensor has no attribute {name!r}")
+        if callable(attr):
+            return TensorMethodValue(self, name)
+        raise Unsupported(f"tensor attribute {name!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        return TensorMethodValue(self, name).call(tx, args, kwargs)
+
+    def unpack(self, tx):
+        if self.fake.dim() == 0:
+            raise Unsupported("iterating over a 0-d tensor")
+        return [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {})
+                for i in range(self.fake.shape[0])]
+
+    def length(self, tx):
+        if self.fake.dim() == 0:
+            raise Unsupported("len() of a 0-d tensor")
+        return int(self.fake.shape[0])
+
+    def truth(self, tx):
+        raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
+                          hint="graph breaks are not supported yet; use torch.where or move the branch "
+                               "out of the compiled function")
+
+    def __repr__(self):
+        src = f" {self.source}" if self.source is not None else ""
+        return f"<Tensor{src} {tuple(self.fake.shape)} {self.fake.dtype}>"
+
+
+def _unsupported_attr(name):
+    raise Unsupported(f"tensor attribute {name!r} of an intermediate tensor")
+
+
+def _real_of(tx, value: TensorValue) -> torch.Tensor:
+    for gi in tx.ctx.graph.inputs:
+        if gi.node is value.node:
+            return gi.real
+    raise Unsupported("reading real state of an intermediate tensor")
+
+
+class TensorMethodValue(Value):
+    def __init__(self, tensor: TensorValue, name: str):
+        super().__init__()
+        self.tensor, self.name = tensor, name
+
+    def call(self, tx, args, kwargs):
+        name, t = self.name, self.tensor
+        if name in UNTRACEABLE_METHODS:
+            raise Unsupported(UNTRACEABLE_METHODS[name],
+                              hint="graph breaks are not supported yet; move it out of the compiled function")
+        if name in META_METHODS:
+            from .containers import unwrap_constants
+            a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
+            return ConstantValue(getattr(t.fake, name)(*a, **k))
+        if name == "type" and not args and not kwargs:
+            return ConstantValue(t.fake.type().replace("Fake", ""))  # pragma: no cover
+        result = graph_call(tx, "call_method", name, [t, *args], kwargs)
+        if _is_inplace_method(name):
+            return t
+        return result
+
+    def __repr__(self):
+        return f"<method Tensor.{self.name} of {self.tensor}>"
+
+
+def _is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_") or name in (
+        "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+        "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__")
+
+
+# --- conversions between Values and graph arguments ----------------------------
+
+def to_graph_arg(v: Value) -> tuple[Any, Any]:
+    """(node-side argument, fake-side argument) for a Value passed to an op."""
+    from .containers import DictValue, ListValue, SliceValue, TupleValue
+    if isinstance(v, TensorValue):
+        return v.node, v.fake
+    if isinstance(v, ConstantValue):
+        return v.value, v.value
+    if isinstance(v, (TupleValue, ListValue)):
+        pairs = [to_graph_arg(i) for i in v.items]
+        kind = tuple if isinstance(v, TupleValue) and v.cls in (tuple, torch.Size) else list
+        if isinstance(v, TupleValue) and v.cls not in (tuple, torch.Size):
+            raise Unsupported(f"passing a {v.cls.__name__} to a torch op")
+        return kind(p[0] for p in pairs), kind(p[1] for p in pairs)
+    if isinstance(v, SliceValue):
+        parts = [to_graph_arg(i) for i in (v.start, v.stop, v.step)]
+        return slice(*(p[0] for p in parts)), slice(*(p[1] for p in parts))
+    if isinstance(v, DictValue):
+        pairs = {k: to_graph_arg(i) for k, i in v.items.items()}
+        return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
+    from .modules import ModuleValue
+    if isinstance(v, ModuleValue):
+        raise Unsupported("passing an nn.Module to a torch function")
+    raise Unsupported(f"passing {v} to a torch op")
+
+
+def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Add one op to the graph and wrap what it returns."""
+    node_args, fake_args = zip(*[to_graph_arg(a) for a in args]) if args else ((), ())
+    node_kwargs = {k: to_graph_arg(v)[0] for k, v in kwargs.items()}
+    fake_kwargs = {k: to_graph_arg(v)[1] for k, v in kwargs.items()}
+    if kind == "call_method":
+        def run():
+            return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+    else:
+        def run():
+            return target(*fake_args, **fake_kwargs)
+    node, example = tx.ctx.graph.create_node(kind, target, tuple(node_args), node_kwargs, run)
+    return wrap_example(tx, node, example)
+
+
+def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
+    from .containers import TupleValue, ListValue
+    if isinstance(example, torch.Tensor):
+        return TensorValue(node, example)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+        items = []
+        graph = tx.ctx.graph
+        for i, e in enumerate(example):
+            if isinstance(e, torch.Tensor):
+                sub = graph.graph.create_node("call_function", operator.getitem, (node, i), {})
+                sub.meta["example_value"] = e
+                sub.meta["val"] = e
+                items.append(TensorValue(sub, e))
+            else:
+                items.append(_constant_or_fail(e, node))
+        if isinstance(example, list):
+            return ListValue(items)
+        cls = type(example)
+        return TupleValue(items, cls=cls if cls is not tuple and hasattr(cls, "_fields") else tuple)
+    # A non-tensor result (e.g. a torch.Size, a bool from torch.is_floating_point):
+    # it is fully determined by guarded metadata, so fold it.
+    tx.ctx.graph.erase(node)
+    return _constant_or_fail(example, node)
+
+
+def _constant_or_fail(e: Any, node) -> Value:
+    if isinstance(e, (int, float, bool, type(None), str, torch.dtype, torch.device, torch.Size,
+                      torch.layout, torch.memory_format)) and not isinstance(e, torch.SymInt):
+        return ConstantValue(e)
+    if isinstance(e, (tuple, list)) and all(isinstance(i, (int, float, bool, type(None))) for i in e):
+        return ConstantValue(e)
+    raise Unsupported(f"{node.target} returned {type(e).__name__}, which armature cannot model yet")

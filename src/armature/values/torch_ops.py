@@ -1,0 +1,212 @@
+"""torch functions, Python modules, and torch's context managers.
+
+Any function that belongs to torch's operator surface (``torch.*`` builtins,
+``torch.nn.functional``, ``torch.linalg``/``fft``/``special``, ``torch.ops``,
+Tensor method descriptors) becomes one graph node, run on fake tensors for
+its metadata.  Functions that change global state are refused by name.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..diagnostics.errors import Unsupported
+from .base import Value
+from .constant import ConstantValue
+
+# Python-level torch modules whose functions go into the graph whole rather
+# than being inlined.
+_GRAPH_PY_MODULES = frozenset({"torch.nn.functional", "torch.functional", "torch._tensor",
+                               "torch.nn.modules.utils"})
+
+_REFUSED = {
+    "manual_seed": "torch.manual_seed() changes global RNG state",
+    "seed": "torch.seed() changes global RNG state",
+    "set_rng_state": "torch.set_rng_state()", "get_rng_state": "torch.get_rng_state()",
+    "set_default_dtype": "torch.set_default_dtype() changes global state",
+    "set_default_device": "torch.set_default_device() changes global state",
+    "set_default_tensor_type": "torch.set_default_tensor_type() changes global state",
+    "use_deterministic_algorithms": "torch.use_deterministic_algorithms() changes global state",
+    "set_num_threads": "torch.set_num_threads()", "set_printoptions": "torch.set_printoptions()",
+    "save": "torch.save() does I/O", "load": "torch.load() does I/O",
+    "grad": "torch.autograd.grad()", "backward": "torch.autograd.backward()",
+    "_set_grad_enabled": "torch._C._set_grad_enabled() called directly",
+    "set_grad_enabled": "torch.set_grad_enabled",
+    "synchronize": "device synchronisation", "empty_cache": "allocator control",
+}
+
+_COMPILING_QUERIES = None
+
+
+def _compiling_queries() -> set:
+    global _COMPILING_QUERIES
+    if _COMPILING_QUERIES is None:
+        qs = {torch.compiler.is_compiling}
+        for name in ("is_dynamo_compiling", "is_exporting"):
+            f = getattr(torch.compiler, name, None)
+            if f is not None and name != "is_exporting":
+                qs.add(f)
+        _COMPILING_QUERIES = qs
+    return _COMPILING_QUERIES
+
+
+def is_graph_function(obj: Any) -> bool:
+    if obj in _compiling_queries():
+        return True
+    if isinstance(obj, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+        return True
+    if isinstance(obj, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        return getattr(obj, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor)
+    mod = getattr(obj, "__module__", None) or ""
+    if isinstance(obj, types.BuiltinFunctionType):
+        if mod == "torch" or mod.startswith("torch."):
+            return True
+        self_ = getattr(obj, "__self__", None)
+        return isinstance(self_, types.ModuleType) and self_.__name__.startswith("torch._C")
+    if isinstance(obj, types.FunctionType):
+        return mod in _GRAPH_PY_MODULES or mod.startswith(("torch.linalg", "torch.fft", "torch.special"))
+    return False
+
+
+class TorchFunctionValue(Value):
+    def __init__(self, fn: Any, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in _compiling_queries():
+            return ConstantValue(True)
+        name = getattr(fn, "__name__", "")
+        if name in _REFUSED:
+            raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
+                              hint="call it outside the compiled function")
+        from .tensor import graph_call
+        return graph_call(tx, "call_function", fn, args, kwargs)
+
+    def __repr__(self):
+        return f"<torch op {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+class PythonModuleValue(Value):
+    def __init__(self, module: types.ModuleType, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self):
+        return types.ModuleType
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.module
+
+    def getattr(self, tx, name):
+        from .builder import wrap
+        from ..guards.sources import AttrSource
+        try:
+            obj = getattr(self.module, name)
+        except AttributeError:
+            raise Unsupported(f"module {self.module.__name__!r} has no attribute {name!r}")
+        trusted = self.module.__name__.split(".")[0] == "torch" and not tx.ctx.config.guard_torch_internals
+        if trusted or self.source is None:
+            return wrap(tx.ctx, obj, None) if not isinstance(obj, torch.Tensor) else \
+                wrap(tx.ctx, obj, AttrSource(self.source, name))
+        return wrap(tx.ctx, obj, AttrSource(self.source, name))
+
+    def __repr__(self):
+        return f"<module {self.module.__name__}>"
+
+
+# --- grad-mode context managers ------------------------------------------------
+
+class GradModeValue(Value):
+    """``torch.no_grad()`` / ``enable_grad()`` / ``set_grad_enabled(b)``.
+
+    ``set_grad_enabled(b)`` switches the mode when constructed (as torch does)
+    and restores the previous mode on exit; the other two switch on enter.
+    Every switch is recorded in the graph as ``torch._C._set_grad_enabled``
+    so the compiled graph runs each op under the right mode.
+    """
+
+    def __init__(self, cls: type, target: bool, prev: bool | None = None):
+        super().__init__()
+        self.cls, self.target, self.prev = cls, target, prev
+
+    def python_type(self):
+        return self.cls
+
+    def enter(self, tx) -> Value:
+        if self.cls is not torch.set_grad_enabled:
+            self.prev = tx.ctx.grad_enabled
+            tx.ctx.set_grad_enabled(self.target)
+        return ConstantValue(None)
+
+    def exit(self, tx) -> Value:
+        tx.ctx.set_grad_enabled(self.prev)
+        return ConstantValue(False)
+
+    def getattr(self, tx, name):
+        if name in ("__enter__", "__exit__"):
+            return _CtxMethod(self, name)
+        raise Unsupported(f"attribute {name!r} of {self.cls.__name__}")
+
+
+class _CtxMethod(Value):
+    def __init__(self, ctxval, name):
+        super().__init__()
+        self.ctxval, self.name = ctxval, name
+
+    def call(self, tx, args, kwargs):
+        return self.ctxval.enter(tx) if self.name == "__enter__" else self.ctxval.exit(tx)
+
+
+class GradModeClassValue(Value):
+    """The classes themselves: calling one makes a GradModeValue."""
+
+    def __init__(self, cls, source=None):
+        super().__init__(source)
+        self.cls = cls
+
+    def python_type(self):
+        return type
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.cls
+
+    def call(self, tx, args, kwargs):
+        cls = self.cls
+        if cls is torch.no_grad:
+            return GradModeValue(cls, False)
+        if cls is torch.enable_grad:
+            return GradModeValue(cls, True)
+        mode = (args[0] if args else kwargs["mode"]).as_python_constant()
+        prev = tx.ctx.grad_enabled
+        tx.ctx.set_grad_enabled(bool(mode))
+        return GradModeValue(cls, bool(mode), prev)
+
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+def wrap_context_object(ctx, obj, source):
+    """Context-manager instances passed into the frame (e.g. a stored
+    ``torch.no_grad()``)."""
+    if type(obj) in (torch.no_grad, torch.enable_grad):
+        return GradModeValue(type(obj), type(obj) is torch.enable_grad)
+    return None
