@@ -19,9 +19,40 @@ from .sources import FN_ARG
 
 
 class _Pool:
-    def __init__(self):
+    """Constants of the guard function, and common-subexpression hoisting:
+    a source read by several guards is bound with ``:=`` at its first use
+    (guards run left to right) and read from that local afterwards."""
+
+    def __init__(self, shared: set | None = None):
         self.objs: list[Any] = []
         self.names: dict[int, str] = {}
+        self.shared = shared or set()
+        self.bound: dict[Any, str] = {}
+        self.nvars = 0
+
+    def _var(self) -> str:
+        self.nvars += 1
+        return f"___v{self.nvars}"
+
+    def render(self, source) -> str:
+        name = self.bound.get(source)
+        if name is not None:
+            return name
+        text = source.expr(self)
+        if source in self.shared and not text.isidentifier():
+            name = self.bound[source] = self._var()
+            return f"({name} := {text})"
+        return text
+
+    def hoist(self, text: str) -> tuple[str, str]:
+        """(first use, later uses) of an expression used several times in one guard."""
+        if text.isidentifier():
+            return text, text
+        if text.startswith("(___v") and " := " in text:
+            name = text[1:text.index(" := ")]
+            return text, name
+        name = self._var()
+        return f"({name} := {text})", name
 
     def const(self, obj: Any) -> str:
         key = id(obj)
@@ -31,6 +62,20 @@ class _Pool:
             self.names[key] = name
             self.objs.append(obj)
         return name
+
+
+def _shared_sources(guards: list[Guard]) -> set:
+    """Sources (including prefixes) that more than one guard reads."""
+    counts: dict[Any, int] = {}
+    for g in guards:
+        srcs = [g.source] if g.source is not None else []
+        if g.kind is Kind.SAME_OBJECT:
+            srcs.append(g.expected)
+        for s in srcs:
+            while s is not None:
+                counts[s] = counts.get(s, 0) + 1
+                s = s.base
+    return {s for s, n in counts.items() if n > 1}
 
 
 def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str]) -> str:
@@ -71,20 +116,24 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
     kwdefault_names = {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()}
     sig = signature_text(code, default_names, kwdefault_names)
     ordered = sorted(guards, key=lambda g: g.kind)
+    pool.shared = _shared_sources(ordered)
     exprs = [g.expr(pool) for g in ordered]
     body = " and ".join(f"({e})" for e in exprs) if exprs else "True"
     src = (
         f"def ___make({', '.join(pool.names.values()) or ''}):\n"
-        f"    def {code.co_name}({sig}):\n"
+        f"    def ___guard({sig}):\n"
         f"        try:\n"
         f"            return {body}\n"
         f"        except Exception:\n"
         f"            return False\n"
-        f"    return {code.co_name}\n"
+        f"    return ___guard\n"
     )
     ns: dict[str, Any] = {}
     exec(compile(src, f"<armature guards for {code.co_qualname}>", "exec"), ns)
     guard_fn = ns["___make"](*pool.objs)
+    # Named like the original, so a bad call fails with eager's exact message.
+    guard_fn.__code__ = guard_fn.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    guard_fn.__name__, guard_fn.__qualname__ = fn.__name__, fn.__qualname__
     guard_fn.__armature_source__ = src
     return guard_fn
 

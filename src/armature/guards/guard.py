@@ -64,7 +64,7 @@ class Guard:
             for name, obj in self.consts.items():
                 text = text.replace(name, pool.const(obj))
             return text
-        e = self.source.expr(pool)
+        e = pool.render(self.source)
         exp = self.expected
         if self.kind is Kind.ID_MATCH:
             return f"{e} is {pool.const(exp)}"
@@ -83,11 +83,12 @@ class Guard:
         if self.kind is Kind.EMPTY:
             return f"not {e}"
         if self.kind is Kind.SAME_OBJECT:
-            return f"{e} is {exp.expr(pool)}"
+            return f"{e} is {pool.render(exp)}"
         if self.kind is Kind.DICT_KEYS:
             return f"list({e}) == {exp!r}"
         if self.kind is Kind.TENSOR_MATCH:
-            return tensor_match_expr(e, exp, pool)
+            first, rest = pool.hoist(e)
+            return tensor_match_expr(first, rest, exp, pool)
         raise AssertionError(self.kind)
 
     def describe(self) -> str:
@@ -128,11 +129,11 @@ def _short(obj: Any) -> str:
     return f"<{type(obj).__name__} object at {id(obj):#x}>"
 
 
-def tensor_match_expr(e: str, meta: TensorMeta, pool: ConstPool) -> str:
+def tensor_match_expr(first: str, e: str, meta: TensorMeta, pool: ConstPool) -> str:
     """Cheapest-first checks of a tensor's class, dtype, device, sizes,
-    strides and requires_grad.  ``size()``/``stride()`` compare against
-    tuples without building intermediate lists."""
-    parts = [f"type({e}) is {pool.const(meta.cls)}", f"{e}.dtype is {pool.const(meta.dtype)}"]
+    strides and requires_grad.  ``first`` evaluates the tensor (binding it
+    when it is not a plain name), ``e`` reads it afterwards."""
+    parts = [f"type({first}) is {pool.const(meta.cls)}", f"{e}.dtype is {pool.const(meta.dtype)}"]
     dev = meta.device
     if dev.type == "cpu":
         parts.append(f"{e}.is_cpu")

@@ -18,6 +18,7 @@ FN_ARG = "___f"
 
 class ConstPool(Protocol):
     def const(self, obj: Any) -> str: ...
+    def render(self, source: "Source") -> str: ...
 
 
 class Emitter(Protocol):
@@ -125,7 +126,7 @@ class AttrSource(Source):
         return self.parent
 
     def expr(self, pool):
-        return f"{self.parent.expr(pool)}.{self.attr}"
+        return f"{pool.render(self.parent)}.{self.attr}"
 
     def emit(self, out):
         self.parent.emit(out)
@@ -146,7 +147,7 @@ class ItemSource(Source):
 
     def expr(self, pool):
         key = repr(self.key) if _is_literal(self.key) else pool.const(self.key)
-        return f"{self.parent.expr(pool)}[{key}]"
+        return f"{pool.render(self.parent)}[{key}]"
 
     def emit(self, out):
         self.parent.emit(out)
@@ -165,7 +166,7 @@ class ModuleMemberSource(ItemSource):
     table: str = "_modules"
 
     def expr(self, pool):
-        return f"{self.parent.expr(pool)}.{self.table}[{self.key!r}]"
+        return f"{pool.render(self.parent)}.{self.table}[{self.key!r}]"
 
     def emit(self, out):
         self.parent.emit(out)

@@ -111,7 +111,8 @@ class TupleValue(_Sequence):
         return self.cls(*vals)
 
     def getattr(self, tx, name):
-        fields = getattr(self.cls, "_fields", None)
+        # namedtuples have _fields; structseqs (torch.return_types.*) __match_args__
+        fields = getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", None)
         if fields and name in fields:
             return self.items[fields.index(name)]
         return super().getattr(tx, name)

@@ -77,7 +77,11 @@ class _Function(Value):
         except TypeError as e:
             raise Unsupported(f"TypeError calling {self.code.co_qualname}(): {e}")
         result: dict[str, Value] = {}
-        for p in sig.parameters.values():
+        # inspect renames a comprehension's ".0" parameter to "implicit0":
+        # locals are keyed by the code's own names, taken by position.
+        names = self.code.co_varnames
+        for pos, p in enumerate(sig.parameters.values()):
+            local = names[pos]
             if p.name in bound.arguments:
                 v = bound.arguments[p.name]
                 if p.kind is p.VAR_POSITIONAL:
@@ -86,17 +90,17 @@ class _Function(Value):
                 elif p.kind is p.VAR_KEYWORD:
                     from .containers import DictValue
                     v = DictValue(dict(v))
-                result[p.name] = v
+                result[local] = v
             elif p.kind is p.VAR_POSITIONAL:
                 from .containers import TupleValue
-                result[p.name] = TupleValue([])
+                result[local] = TupleValue([])
             elif p.kind is p.VAR_KEYWORD:
                 from .containers import DictValue
-                result[p.name] = DictValue({})
+                result[local] = DictValue({})
             elif p.kind is p.KEYWORD_ONLY:
-                result[p.name] = kwdefaults[p.name]
+                result[local] = kwdefaults[p.name]
             else:
-                result[p.name] = defaults[p.default.index]
+                result[local] = defaults[p.default.index]
         return result
 
 

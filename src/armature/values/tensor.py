@@ -211,11 +211,12 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
                 items.append(_constant_or_fail(e, node))
         if isinstance(example, list):
             return ListValue(items)
-        cls = type(example)
-        return TupleValue(items, cls=cls if cls is not tuple and hasattr(cls, "_fields") else tuple)
+        return TupleValue(items, cls=type(example))  # tuple, namedtuple or torch.return_types
     # A non-tensor result (e.g. a torch.Size, a bool from torch.is_floating_point):
-    # it is fully determined by guarded metadata, so fold it.
-    tx.ctx.graph.erase(node)
+    # it is fully determined by guarded metadata, so fold it.  A None result
+    # may be a mutation (setitem, an out= op): that node stays.
+    if example is not None:
+        tx.ctx.graph.erase(node)
     return _constant_or_fail(example, node)
 
 
