@@ -21,6 +21,8 @@ from .diagnostics.errors import Unsupported
 from .guards.build import explain_failure
 from .runtime.cache import CodeCache, new_cache, reset_all
 from .runtime.compile_frame import compile_call
+from .runtime.wrappers import TailCall
+from .runtime import wrappers as _wrappers
 
 log_recompiles = logs.artifact("recompiles")
 
@@ -46,8 +48,27 @@ class CompiledFunction:
             args = (self._self, *args)
         f = self._fn
         for entry in self._entries:
-            if entry.guard(f, *args, **kwargs):
-                return entry.run(f, *args, **kwargs)
+            try:
+                hit = entry.guard(*args, ___f=f, **kwargs)
+            except TypeError:  # the arguments do not bind: eager raises its own TypeError
+                return f(*args, **kwargs)
+            if hit:
+                result = entry.run(*args, ___f=f, **kwargs)
+                if type(result) is TailCall:
+                    return result.run()
+                return result
+        result = self._miss(args, kwargs)
+        if type(result) is TailCall:
+            return result.run()
+        return result
+
+    def dispatch(self, args, kwargs):
+        """One call without running a returned TailCall (the trampoline in
+        TailCall.run drives chains of resume functions)."""
+        f = self._fn
+        for entry in self._entries:
+            if entry.guard(*args, ___f=f, **kwargs):
+                return entry.run(*args, ___f=f, **kwargs)
         return self._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
@@ -74,8 +95,10 @@ class CompiledFunction:
             entry = compile_call(f, args, kwargs, self._backend, self._fullgraph)
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
+        if entry is None:  # the arguments do not bind: eager raises the TypeError
+            return f(*args, **kwargs)
         cache.add(entry)
-        return entry.run(f, *args, **kwargs)
+        return entry.run(*args, ___f=f, **kwargs)
 
     def __get__(self, obj, objtype=None):
         # Decorating a method in a class body: bind like a function does.
@@ -103,7 +126,6 @@ class CompiledModule(torch.nn.Module):
         d["_armature_backend"] = backend
         d["_armature_fullgraph"] = fullgraph
         d["_armature_forwards"] = {}
-        d["training"] = mod.training
 
     def _compiled_forward(self) -> CompiledFunction:
         mod = self._orig_mod
@@ -135,8 +157,16 @@ class CompiledModule(torch.nn.Module):
 
     def train(self, mode: bool = True):
         self._orig_mod.train(mode)
-        self.__dict__["training"] = mode
         return self
+
+    @property
+    def training(self) -> bool:  # always the original's flag
+        return self.__dict__["_orig_mod"].training if "_orig_mod" in self.__dict__ else True
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        if "_orig_mod" in self.__dict__:
+            self._orig_mod.training = mode
 
     def __getattr__(self, name):
         if name in ("_orig_mod",):
@@ -145,8 +175,7 @@ class CompiledModule(torch.nn.Module):
 
     def __setattr__(self, name, value):
         if name == "training":
-            self.__dict__["training"] = value
-            self._orig_mod.training = value
+            object.__setattr__(self, name, value)
             return
         setattr(self._orig_mod, name, value)
 
@@ -215,6 +244,7 @@ def compile(model: Callable | None = None, *, backend: str | Callable = "inducto
 def reset() -> None:
     """Drop every compiled entry of every compiled function."""
     reset_all()
+    _wrappers.reset()
 
 
 def cache_entries(compiled) -> list:

@@ -3,7 +3,9 @@
 Values rebuild themselves through :meth:`Emitter.reconstruct`: a tensor with
 a Source is loaded from it (same object as eager returns), any other tensor
 is read from the graph's output tuple; containers and namedtuples are rebuilt
-around those, constants are loaded as constants.
+around those, constants are loaded as constants.  Objects whose identity
+matters (lists, dicts, objects made in the frame) are built once and kept in
+a temporary, so two references stay one object.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from bytecode import Instr
 
+from ..diagnostics.errors import Unsupported
 from ..values.base import Value
 
 GRAPH_OUT = "___graph_out"
@@ -19,14 +22,22 @@ _UNSET = object()
 
 class Emitter:
     def __init__(self):
-        self.instrs: list[Instr] = []
+        self.instrs: list[Any] = []
         self.graph_outputs: list[Any] = []   # fx Nodes, in output order
         self._out_index: dict[Any, int] = {}
         self.lineno: int | None = None
+        self._temps: dict[int, str] = {}      # id(Value) -> temp local
+        self._keep: list[Value] = []
+        self._building: set[int] = set()
+        self._ntemps = 0
 
     def instr(self, name: str, arg: Any = _UNSET) -> None:
         kw = {"lineno": self.lineno} if self.lineno is not None else {}
         self.instrs.append(Instr(name, **kw) if arg is _UNSET else Instr(name, arg, **kw))
+
+    def append(self, item) -> None:
+        """A raw bytecode item (Label, TryBegin...)."""
+        self.instrs.append(item)
 
     def load_const(self, obj: Any) -> None:
         self.instr("LOAD_CONST", obj)
@@ -35,6 +46,23 @@ class Emitter:
         self.instr("PRECALL", nargs)
         self.instr("CALL", nargs)
 
+    def call_helper(self, fn, *operands: str | Any, pop: bool = True) -> None:
+        """``fn(*operands)`` where str operands are temp locals, others consts."""
+        self.instr("PUSH_NULL")
+        self.load_const(fn)
+        for op in operands:
+            if isinstance(op, _Temp):
+                self.instr("LOAD_FAST", op.name)
+            else:
+                self.load_const(op)
+        self.call(len(operands))
+        if pop:
+            self.instr("POP_TOP")
+
+    def new_temp(self) -> "_Temp":
+        self._ntemps += 1
+        return _Temp(f"___tmp{self._ntemps}")
+
     def graph_output_index(self, node) -> int:
         idx = self._out_index.get(node)
         if idx is None:
@@ -42,8 +70,28 @@ class Emitter:
             self.graph_outputs.append(node)
         return idx
 
+    def materialize(self, value: Value) -> "_Temp":
+        """Reconstruct ``value`` into a temporary (phase 1 of an exit)."""
+        existing = self._temps.get(id(value))
+        if existing is not None:
+            return _Temp(existing)
+        self.reconstruct(value)
+        existing = self._temps.get(id(value))
+        if existing is not None:  # reconstruct cached it itself
+            self.instr("POP_TOP")
+            return _Temp(existing)
+        t = self.new_temp()
+        self.instr("STORE_FAST", t.name)
+        self._temps[id(value)] = t.name
+        self._keep.append(value)
+        return t
+
     def reconstruct(self, value: Value) -> None:
         from ..values.tensor import TensorValue
+        existing = self._temps.get(id(value))
+        if existing is not None:
+            self.instr("LOAD_FAST", existing)
+            return
         if isinstance(value, TensorValue):
             if value.source is not None:
                 value.source.emit(self)
@@ -53,4 +101,33 @@ class Emitter:
             self.load_const(idx)
             self.instr("BINARY_SUBSCR")
             return
+        if _has_identity(value):
+            if id(value) in self._building:
+                raise Unsupported(f"rebuilding {value}, which contains itself")
+            self._building.add(id(value))
+            value.reconstruct(self)
+            self._building.discard(id(value))
+            t = self.new_temp()
+            self.instr("COPY", 1)
+            self.instr("STORE_FAST", t.name)
+            self._temps[id(value)] = t.name
+            self._keep.append(value)
+            return
         value.reconstruct(self)
+
+
+class _Temp:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _has_identity(value: Value) -> bool:
+    """Values whose reconstruction creates a new mutable object."""
+    if value.source is not None:
+        return False
+    from ..values.containers import DictValue, ListValue
+    from ..values.functions import CellValue, NestedFunctionValue
+    from ..values.objects import ObjectValue
+    return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue))

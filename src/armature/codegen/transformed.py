@@ -18,9 +18,12 @@ from .emitter import GRAPH_OUT, Emitter
 
 
 def _arg_names(code: types.CodeType) -> list[str]:
+    """The original parameters with ``___f`` appended to the keyword-only ones."""
+    names = code.co_varnames
     n = code.co_argcount + code.co_kwonlyargcount
-    n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    return list(code.co_varnames[:n])
+    out = list(names[:n]) + [FN_ARG]
+    out += list(names[n:n + bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)])
+    return out
 
 
 def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_sources: list[Source],
@@ -32,10 +35,10 @@ def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_s
     bc.qualname = code.co_qualname
     bc.filename = code.co_filename
     bc.first_lineno = lineno
-    bc.argcount = code.co_argcount + 1
-    bc.posonlyargcount = code.co_posonlyargcount + 1
-    bc.kwonlyargcount = code.co_kwonlyargcount
-    bc.argnames = [FN_ARG] + _arg_names(code)
+    bc.argcount = code.co_argcount
+    bc.posonlyargcount = code.co_posonlyargcount
+    bc.kwonlyargcount = code.co_kwonlyargcount + 1
+    bc.argnames = _arg_names(code)
     flags = CompilerFlags.OPTIMIZED | CompilerFlags.NEWLOCALS
     if code.co_flags & inspect.CO_VARARGS:
         flags |= CompilerFlags.VARARGS
@@ -54,11 +57,10 @@ def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_s
         pro.call(len(input_sources))
         pro.instr("STORE_FAST", GRAPH_OUT)
     for ins in body.instrs:
-        if ins.lineno is None:
+        if isinstance(ins, Instr) and ins.lineno is None:
             ins.lineno = lineno
     bc.extend(pro.instrs)
-    bc.extend(body.instrs)
-    bc.append(Instr("RETURN_VALUE", lineno=lineno))
+    bc.extend(body.instrs)  # ends in RETURN_VALUE (or a tail call)
     new_code = bc.to_code()
     out = types.FunctionType(new_code, fn.__globals__, code.co_name, fn.__defaults__)
     out.__kwdefaults__ = fn.__kwdefaults__

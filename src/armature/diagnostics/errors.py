@@ -66,6 +66,25 @@ class Unsupported(ArmatureError):
         return "\n".join(parts)
 
 
+class UserException(Unsupported):
+    """An exception the traced program itself raises (a ``raise`` statement,
+    or a builtin operation failing as it would in eager).  The interpreter
+    routes it to the frame's exception table; if nothing in the trace
+    catches it, it behaves like any Unsupported (the instruction runs
+    natively and raises the real exception)."""
+
+    def __init__(self, exc_type: type, *args, value=None):
+        message = ", ".join(str(a) for a in args)
+        super().__init__(f"{exc_type.__name__}: {message}" if message else exc_type.__name__)
+        self.exc_type = exc_type
+        self.exc_args = args
+        self.value = value  # an ExceptionValue, when the program built one
+
+
+def user_error(exc_type: type, *args) -> UserException:
+    return UserException(exc_type, *args)
+
+
 class InternalError(ArmatureError):
     """A bug in armature itself (never the user's fault)."""
 

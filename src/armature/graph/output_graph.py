@@ -37,6 +37,8 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None
         self._names: set[str] = set()
         self.op_count = 0
+        #: some node writes into a tensor in place (an input may be mutated)
+        self.mutates = False
 
     # --- inputs -------------------------------------------------------------
     def add_input(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
@@ -75,6 +77,8 @@ class OutputGraph:
         except Exception as e:  # a dynamic-output op, a bad call, a data-dependent op
             raise _fake_failure(target, e) from e
         node = self.graph.create_node(kind, target, node_args, node_kwargs)
+        if _is_mutation(kind, target, node_kwargs):
+            self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
         self.op_count += 1
@@ -119,9 +123,19 @@ def _fake_failure(target: Any, e: Exception) -> Unsupported:
     if isinstance(e, (DataDependentOutputException, DynamicOutputShapeException)) or \
             "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
         return Unsupported(f"{name}() depends on tensor data, which is not known while tracing",
-                           hint="graph breaks are not supported yet; move this out of the compiled function")
+                           hint="without fullgraph the frame is split here (a graph break); to stay in one graph, keep the value a tensor")
     return Unsupported(f"{name}() failed on fake tensors: {type(e).__name__}: {e}")
 
 
 # operator used to index multi-output nodes
 GETITEM = operator.getitem
+
+
+def _is_mutation(kind: str, target: Any, kwargs: dict) -> bool:
+    if "out" in kwargs:
+        return True
+    if kind == "call_method":
+        return target.endswith("_") and not target.startswith("_") or target.startswith("__i")
+    name = getattr(target, "__name__", "")
+    return target is operator.setitem or name.startswith("i") and hasattr(operator, name) and \
+        getattr(operator, name) is target or name.endswith("_") and not name.startswith("_")

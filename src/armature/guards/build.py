@@ -71,6 +71,8 @@ def _shared_sources(guards: list[Guard]) -> set:
         srcs = [g.source] if g.source is not None else []
         if g.kind is Kind.SAME_OBJECT:
             srcs.append(g.expected)
+        if g.kind is Kind.DISTINCT:
+            srcs.extend(g.expected)
         for s in srcs:
             while s is not None:
                 counts[s] = counts.get(s, 0) + 1
@@ -79,10 +81,12 @@ def _shared_sources(guards: list[Guard]) -> set:
 
 
 def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str]) -> str:
-    """Parameter list text for a function with ``code``'s signature."""
+    """Parameter list text for a function with ``code``'s signature, plus the
+    hidden keyword-only ``___f`` (keyword-only so that a call with too many
+    positional arguments fails with eager's exact message)."""
     names = code.co_varnames
     npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
-    params = [f"{FN_ARG}"]
+    params = []
     first_default = npos - len(default_names)
     for i in range(npos):
         p = names[i]
@@ -91,19 +95,18 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
         params.append(p)
         if i == nposonly - 1:
             params.append("/")
-    if nposonly == 0:
-        params.insert(1, "/")
     idx = npos + nkw
     if code.co_flags & inspect.CO_VARARGS:
         params.append("*" + names[idx])
         idx += 1
-    elif nkw:
+    else:
         params.append("*")
     for i in range(npos, npos + nkw):
         p = names[i]
         if p in kwdefault_names:
             p += f"={kwdefault_names[p]}"
         params.append(p)
+    params.append(FN_ARG)
     if code.co_flags & inspect.CO_VARKEYWORDS:
         params.append("**" + names[idx])
     return ", ".join(params)
@@ -118,6 +121,12 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
     ordered = sorted(guards, key=lambda g: g.kind)
     pool.shared = _shared_sources(ordered)
     exprs = [g.expr(pool) for g in ordered]
+    # The defaults were frozen into this function's signature: they must
+    # still be the called function's defaults.
+    if fn.__kwdefaults__:
+        exprs.insert(0, f"{FN_ARG}.__kwdefaults__ == {pool.const(fn.__kwdefaults__)}")
+    if fn.__defaults__:
+        exprs.insert(0, f"{FN_ARG}.__defaults__ is {pool.const(fn.__defaults__)}")
     body = " and ".join(f"({e})" for e in exprs) if exprs else "True"
     src = (
         f"def ___make({', '.join(pool.names.values()) or ''}):\n"
@@ -144,7 +153,7 @@ def explain_failure(fn: types.FunctionType, guards: list[Guard], args, kwargs) -
     for g in sorted(guards, key=lambda g: g.kind):
         one = build_guard_function(fn, [g])
         try:
-            ok = one(fn, *args, **kwargs)
+            ok = one(*args, ___f=fn, **kwargs)
         except TypeError:
             return "the call's arguments no longer bind the same way"
         if not ok:
@@ -165,7 +174,7 @@ def _current_value(fn, g: Guard, args, kwargs) -> str:
     ns: dict[str, Any] = {}
     try:
         exec(src, ns)
-        value = ns["___make"](*pool.objs)(fn, *args, **kwargs)
+        value = ns["___make"](*pool.objs)(*args, ___f=fn, **kwargs)
     except Exception as e:  # the source itself no longer resolves
         return f"<{type(e).__name__}: {e}>"
     if g.kind is Kind.TENSOR_MATCH:

@@ -23,6 +23,7 @@ class Kind(enum.IntEnum):
     SAME_OBJECT = 7
     DICT_KEYS = 8
     TENSOR_MATCH = 9
+    DISTINCT = 10
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class Guard:
         return (self.kind, self.source, exp, self.text)
 
     def expr(self, pool: ConstPool) -> str:
+        if self.kind is Kind.DISTINCT:
+            items = ", ".join(f"id({pool.render(s)})" for s in self.expected)
+            return f"len({{{items}}}) == {len(self.expected)}"
         if self.kind is Kind.GLOBAL_STATE:
             text = self.text
             for name, obj in self.consts.items():
@@ -101,6 +105,8 @@ class Guard:
                     f"requires_grad={exp.requires_grad}")
         if self.kind is Kind.GLOBAL_STATE:
             return f"global state: {self.text}"
+        if self.kind is Kind.DISTINCT:
+            return f"{', '.join(map(str, exp))} are distinct objects"
         if self.kind is Kind.ID_MATCH:
             return f"{src} is {_short(exp)}"
         if self.kind is Kind.TYPE_MATCH:

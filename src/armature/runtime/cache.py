@@ -13,8 +13,8 @@ from ..guards.guard import Guard
 
 @dataclass(eq=False)
 class CacheEntry:
-    guard: Callable[..., bool]            # guard(___f, *args, **kwargs) -> bool
-    run: Callable[..., Any]               # run(___f, *args, **kwargs) -> result
+    guard: Callable[..., bool]            # guard(*args, ___f=fn, **kwargs) -> bool
+    run: Callable[..., Any]               # run(*args, ___f=fn, **kwargs) -> result
     guards: list[Guard]
     graph_module: torch.fx.GraphModule | None = None
     compiled_graph: Callable | None = None
@@ -23,6 +23,8 @@ class CacheEntry:
     trace_time_s: float = 0.0
     backend_time_s: float = 0.0
     op_count: int = 0
+    graph_break: Any = None                # a GraphBreak when the frame was split
+    side_effects: list = field(default_factory=list)
 
     @property
     def compile_time_s(self) -> float:

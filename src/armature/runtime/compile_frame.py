@@ -1,19 +1,29 @@
 """A cache miss: trace the call, compile the graph, build guards and the
-transformed function, and package them as a CacheEntry."""
+transformed function, and package them as a CacheEntry.
+
+When the trace meets something it cannot model in the root frame (or in a
+callee, which surfaces at the root frame's CALL), the frame is traced again
+from the start with a break planned *before* that instruction: the graph so
+far is compiled, the instruction runs natively, and a resume function
+continues the rest.  Re-tracing rather than rolling back keeps every piece
+of trace state (graph, guards, side effects, Values) consistent for free.
+"""
 from __future__ import annotations
 
 import dis
+import inspect
 import logging
 import time
 import types
-
-import torch
+from dataclasses import dataclass
 
 from .. import config as config_mod
+from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
+from ..codegen.exit import emit_return
 from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
-from ..diagnostics.errors import ArmatureError, Unsupported
+from ..diagnostics.errors import ArmatureError, Unsupported, UserLocation
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
@@ -21,68 +31,123 @@ from ..trace import pyversion
 from ..trace.context import TraceContext
 from ..trace.frame import Frame
 from ..values.base import LazyValue
-from ..values.functions import RealCellValue
+from ..values.functions import CellValue, RealCellValue
 from .cache import CacheEntry
 
 log_graph = logs.artifact("graph")
 log_guards = logs.artifact("guards")
 log_bytecode = logs.artifact("bytecode")
 log_fallbacks = logs.artifact("fallbacks")
+log_breaks = logs.artifact("graph_breaks")
 
 
 class BackendCompilerFailed(ArmatureError):
     pass
 
 
+@dataclass
+class GraphBreak:
+    """Why and where a frame was split."""
+
+    reason: str
+    location: UserLocation | None
+    user_stack: list
+
+    def __str__(self):
+        loc = f"\n  {self.location}".replace("\n", "\n  ") if self.location else ""
+        return f"{self.reason}{loc}"
+
+
 def _root_frame(ctx: TraceContext, fn: types.FunctionType, args, kwargs) -> Frame:
-    import inspect
     sig = inspect.signature(fn)
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     locals_ = {}
     for name, value in bound.arguments.items():
-        locals_[name] = LazyValue(value, LocalSource(name))
+        locals_[name] = LazyValue(value, LocalSource(name), ctx)
     for p in sig.parameters.values():
         if p.name not in locals_:
-            locals_[p.name] = LazyValue(() if p.kind is p.VAR_POSITIONAL else {}, LocalSource(p.name))
+            locals_[p.name] = LazyValue(() if p.kind is p.VAR_POSITIONAL else {}, LocalSource(p.name), ctx)
     code = fn.__code__
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
         cells[name] = RealCellValue(cell, ClosureSource(i, name))
-    from ..values.functions import CellValue
     for name in code.co_cellvars:
         cells[name] = CellValue()
     return Frame(ctx, code, fn.__globals__, locals_, cells)
 
 
-def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool) -> CacheEntry:
-    if not pyversion.is_supported():
-        raise Unsupported(pyversion.unsupported_reason())
-    t0 = time.perf_counter()
-    ctx = TraceContext(fn, config_mod.config)
+def _binds(fn, args, kwargs) -> bool:
     try:
-        try:
-            frame = _root_frame(ctx, fn, args, kwargs)
-        except TypeError:
-            raise Unsupported("the call's arguments do not bind to the function's signature")
-        result = frame.run()
+        inspect.signature(fn).bind(*args, **kwargs)
+        return True
+    except TypeError:
+        return False
+
+
+def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
+                 resume_depth: int = 0) -> CacheEntry | None:
+    """Trace and compile one call; None when the arguments do not bind (the
+    caller then runs the function so that eager's TypeError is raised)."""
+    if not _binds(fn, args, kwargs):
+        return None
+    if not pyversion.is_supported():
+        if fullgraph:
+            raise Unsupported(pyversion.unsupported_reason())
+        return _fallback(fn, [], pyversion.unsupported_reason(), 0.0)
+    if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        reason = f"{fn.__qualname__} is a generator or coroutine function; calling it runs Python"
+        if fullgraph:
+            raise Unsupported(reason)
+        return _fallback(fn, [], reason, 0.0)
+    t0 = time.perf_counter()
+    plan: int | None = None
+    brk: GraphBreak | None = None
+    from_callee = False
+    while True:
+        ctx = TraceContext(fn, config_mod.config)
+        frame = _root_frame(ctx, fn, args, kwargs)
+        frame.break_at = plan
         body = Emitter()
         body.lineno = fn.__code__.co_firstlineno
-        body.reconstruct(result)
-    except Unsupported as e:
-        ctx.restore_global_state()
-        if fullgraph:
-            raise
-        reason = str(e)
-        log_fallbacks.debug("running %s as plain Python: %s", fn.__qualname__, reason)
-        guards = ctx.guards.as_list()
-        return CacheEntry(guard=build_guard_function(fn, guards), run=_run_original, guards=guards,
-                          fallback_reason=reason, trace_time_s=time.perf_counter() - t0)
-    ctx.restore_global_state()
+        try:
+            try:
+                result = frame.run()
+                if frame.stopped_at_break:
+                    emit_break(ctx, frame, body, from_callee=from_callee, backend=backend)
+                else:
+                    emit_return(ctx, body, result)
+            finally:
+                ctx.restore_global_state()
+        except Unsupported as e:
+            if fullgraph:
+                raise
+            index = getattr(e, "root_index", None)
+            if plan is None and index is not None and is_breakable(frame, index):
+                plan = index
+                from_callee = bool(getattr(e, "from_callee", False))
+                brk = GraphBreak(e.what, e.location, list(e.user_stack))
+                if log_breaks.isEnabledFor(logging.DEBUG):
+                    log_breaks.debug("graph break in %s: %s", fn.__qualname__, e)
+                continue
+            return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
+        except BreakNotPossible as e:
+            return _fallback(fn, ctx.guards.as_list(), f"{brk}; the frame cannot be split there: {e}",
+                             time.perf_counter() - t0)
+        break
+    return _finish(fn, ctx, body, backend, t0, brk)
+
+
+def _fallback(fn, guards, reason: str, trace_time: float) -> CacheEntry:
+    log_fallbacks.debug("running %s as plain Python: %s", fn.__qualname__, reason)
+    return CacheEntry(guard=build_guard_function(fn, guards), run=_run_original, guards=guards,
+                      fallback_reason=reason, trace_time_s=trace_time)
+
+
+def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: GraphBreak | None) -> CacheEntry:
     graph = ctx.graph
     gm = None
     compiled = None
-    input_sources = [gi.source for gi in graph.inputs]
     t1 = time.perf_counter()
     if graph.has_ops():
         gm = graph.finish(body.graph_outputs)
@@ -92,9 +157,11 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool)
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()
+    ctx.add_alias_guards()
     guards = ctx.guards.as_list()
     guard_fn = build_guard_function(fn, guards)
-    run = build_transformed(fn, compiled, input_sources if compiled is not None else [], body)
+    input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []
+    run = build_transformed(fn, compiled, input_sources, body)
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards of %s:\n  %s", fn.__qualname__,
                          "\n  ".join(g.describe() for g in sorted(guards, key=lambda g: g.kind)))
@@ -105,7 +172,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool)
         log_bytecode.debug("transformed bytecode of %s:\n%s", fn.__qualname__, buf.getvalue())
     return CacheEntry(guard=guard_fn, run=run, guards=guards, graph_module=gm, compiled_graph=compiled,
                       transformed_code=run.__code__, trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
-                      backend_time_s=t2 - t1, op_count=graph.op_count)
+                      backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
+                      side_effects=ctx.effects.describe())
 
 
 def _compile_graph(gm, graph, backend):
@@ -123,5 +191,5 @@ def _compile_graph(gm, graph, backend):
     return compiled
 
 
-def _run_original(___f, *args, **kwargs):
+def _run_original(*args, ___f, **kwargs):
     return ___f(*args, **kwargs)

@@ -35,6 +35,8 @@ class TraceContext:
         self.config = config
         self.graph = OutputGraph()
         self.guards = GuardSet()
+        from ..effects import SideEffects
+        self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}
         self.initial_grad_enabled = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
@@ -68,3 +70,13 @@ class TraceContext:
                      "_global_backward_hooks", "_global_backward_pre_hooks"):
             self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"not ___{name}",
                                   consts={f"___{name}": getattr(m, name)}))
+
+    def add_alias_guards(self) -> None:
+        """If the graph mutates its inputs, distinct tensor inputs must stay
+        distinct objects (an aliased call would mutate what another input
+        reads); one guard checks them all."""
+        inputs = self.graph.inputs
+        if not self.graph.mutates or len(inputs) < 2:
+            return
+        from ..guards.guard import Guard, Kind
+        self.guards.add(Guard(Kind.DISTINCT, None, [gi.source for gi in inputs]))

@@ -11,7 +11,7 @@ import functools
 import types
 from typing import Any
 
-from ..diagnostics.errors import InternalError, Unsupported, UserLocation
+from ..diagnostics.errors import InternalError, Unsupported, UserException, UserLocation, user_error
 from ..values.base import LazyValue, Value
 from . import pyversion
 from .context import TraceContext
@@ -19,8 +19,21 @@ from .context import TraceContext
 
 @functools.lru_cache(maxsize=4096)
 def instructions_of(code: types.CodeType) -> tuple[tuple[dis.Instruction, ...], dict[int, int]]:
-    insts = tuple(dis.get_instructions(code))
+    insts = tuple(i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG")
     return insts, {inst.offset: i for i, inst in enumerate(insts)}
+
+
+@functools.lru_cache(maxsize=4096)
+def exception_table_of(code: types.CodeType) -> tuple:
+    return tuple(pyversion.exception_table(code))
+
+
+def handler_for(code: types.CodeType, offset: int):
+    """The innermost exception-table entry covering ``offset``, or None."""
+    for entry in exception_table_of(code):
+        if entry.start <= offset < entry.end:
+            return entry
+    return None
 
 
 class Frame:
@@ -40,19 +53,34 @@ class Frame:
         self.return_value: Value | None = None
         self.current: dis.Instruction | None = None
         self._lineno = code.co_firstlineno
+        #: root frame only: stop before this instruction index (a graph break)
+        self.break_at: int | None = None
+        self.stopped_at_break = False
+        #: generator frames: the value of the last YIELD_VALUE
+        self.yielded: Value | None = None
+        #: the exceptions being handled (PUSH_EXC_INFO / POP_EXCEPT)
+        self.exc_stack: list[Value] = []
 
     # --- stack ----------------------------------------------------------------
     def push(self, v: Value) -> None:
         self.stack.append(v)
 
     def pop(self) -> Value:
+        """Pop for an operation that needs to know what the value is."""
+        v = self.stack.pop()
+        return v.realize(self.ctx) if type(v) is LazyValue else v
+
+    def pop_raw(self) -> Value:
+        """Pop a value that is only moved (stored, passed, collected)."""
         return self.stack.pop()
 
-    def popn(self, n: int) -> list[Value]:
+    def popn(self, n: int, raw: bool = False) -> list[Value]:
         if n == 0:
             return []
         out = self.stack[-n:]
         del self.stack[-n:]
+        if not raw:
+            out = [v.realize(self.ctx) if type(v) is LazyValue else v for v in out]
         return out
 
     def jump(self, target_offset: int) -> None:
@@ -60,28 +88,33 @@ class Frame:
 
     # --- locals ---------------------------------------------------------------
     def load_local(self, name: str) -> Value:
+        """The local's Value; lazy ones stay lazy (see LazyValue)."""
         try:
-            v = self.locals[name]
+            return self.locals[name]
         except KeyError:
-            raise Unsupported(f"UnboundLocalError: local variable {name!r} referenced before assignment")
-        if isinstance(v, LazyValue):
-            v = v.realize(self.ctx)
-            self.locals[name] = v
-        return v
+            raise user_error(UnboundLocalError, f"local variable {name!r} referenced before assignment")
 
     # --- iteration helpers used by handlers and builtins -----------------------------
     def iterate(self, v: Value) -> list[Value]:
-        from ..values.containers import IteratorValue
-        if isinstance(v, IteratorValue):
-            return v.unpack(self)
-        return v.unpack(self)
+        """All items of a finite iterable, in order."""
+        return self.get_iter(v).unpack(self)
 
     def get_iter(self, v: Value):
-        from ..values.containers import IteratorValue, ListValue
+        from ..values.containers import IteratorValue, ListValue, UserIteratorValue
+        from ..values.objects import ObjectValue
+        if type(v) is LazyValue:
+            v = v.realize(self.ctx)
         if isinstance(v, IteratorValue):
             return v
         if isinstance(v, ListValue):
-            return IteratorValue(v.items)  # live view: appends during the loop are seen
+            return IteratorValue(v.items, seq=v)  # live view: appends during the loop are seen
+        if isinstance(v, ObjectValue):
+            it = v.get_iter(self)
+            if isinstance(it, IteratorValue):
+                return it
+            if isinstance(it, ObjectValue):
+                return UserIteratorValue(it)
+            return self.get_iter(it)
         return IteratorValue(v.unpack(self))
 
     # --- running --------------------------------------------------------------
@@ -91,11 +124,36 @@ class Frame:
             self._lineno = inst.positions.lineno
         return UserLocation(self.code.co_filename, self._lineno, self.code.co_name)
 
-    def run(self) -> Value:
+    def run(self) -> Value | None:
+        """Run until RETURN_VALUE (returns the value), a YIELD_VALUE (sets
+        ``yielded``, returns None) or, in the root frame, the break point
+        (sets ``stopped_at_break``, returns None)."""
+        while True:
+            try:
+                return self._run()
+            except UserException as e:
+                if not self._handle_exception(e):
+                    self._annotate(e)
+                    raise
+            except Unsupported as e:
+                self._annotate(e)
+                raise
+
+    def _annotate(self, e: Unsupported) -> None:
+        e.add_location(self.location())
+        if self.parent is None and getattr(e, "root_index", None) is None:
+            e.root_index = self.ip - 1
+            e.from_callee = len(e.user_stack) > 1
+
+    def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS
         insts = self.instructions
+        inst = None
         try:
             while self.return_value is None:
+                if self.ip == self.break_at:
+                    self.stopped_at_break = True
+                    return None
                 inst = insts[self.ip]
                 self.ip += 1
                 self.current = inst
@@ -104,14 +162,35 @@ class Frame:
                     raise Unsupported(f"the bytecode instruction {inst.opname} "
                                       f"(not modelled by armature yet)")
                 handler(self, inst)
-        except Unsupported as e:
-            e.add_location(self.location())
+                if self.yielded is not None:
+                    return None
+        except Unsupported:
             raise
         except (InternalError, RecursionError):
             raise
         except Exception as e:
-            err = Unsupported(f"internal error while tracing {inst.opname}: {type(e).__name__}: {e}")
-            err.add_location(self.location())
+            name = inst.opname if inst is not None else "?"
+            err = Unsupported(f"internal error while tracing {name}: {type(e).__name__}: {e}")
             err.__cause__ = e
             raise err
         return self.return_value
+
+    def _handle_exception(self, e: UserException) -> bool:
+        """Route a modelled exception to this frame's handler, as CPython's
+        exception table does.  False: not handled here."""
+        from ..values.exceptions import ExceptionValue
+        from ..values.constant import ConstantValue
+        inst = self.current
+        if inst is None:
+            return False
+        entry = handler_for(self.code, inst.offset)
+        if entry is None:
+            return False
+        if e.value is None:
+            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantValue(inst.offset))
+        self.push(e.value)
+        self.jump(entry.target)
+        return True

@@ -9,16 +9,14 @@ from ..values.base import Value
 from ..values.functions import CellValue, _Function
 from .frame import Frame
 
-_UNSUPPORTED_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR \
-    | inspect.CO_ITERABLE_COROUTINE
+_UNSUPPORTED_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 def make_frame(ctx, fn: _Function, bound: dict[str, Value], parent: Frame | None) -> Frame:
     code = fn.code
     if code.co_flags & _UNSUPPORTED_FLAGS:
-        kind = "generator" if code.co_flags & inspect.CO_GENERATOR else "coroutine"
-        raise Unsupported(f"calling the {kind} function {code.co_qualname}",
-                          hint="generators are modelled in a later milestone")
+        raise Unsupported(f"calling the coroutine function {code.co_qualname}",
+                          hint="async code is not traced; call it outside the compiled function")
     cells: dict[str, Value] = {}
     for name in code.co_cellvars:
         cells[name] = CellValue()
@@ -32,6 +30,9 @@ def inline_function(tx: Frame, fn: _Function, args: list[Value], kwargs: dict[st
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
         raise Unsupported(f"inlining {fn.code.co_qualname} exceeds the depth limit "
                           f"({tx.ctx.config.inline_depth_limit}); unbounded recursion?")
-    bound = fn.bind(args, kwargs)
+    bound = fn.bind(args, kwargs, ctx=tx.ctx)
     frame = make_frame(tx.ctx, fn, bound, tx)
+    if fn.code.co_flags & inspect.CO_GENERATOR:
+        from ..values.generators import GeneratorValue
+        return GeneratorValue(frame)
     return frame.run()

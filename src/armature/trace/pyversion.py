@@ -38,3 +38,8 @@ def opcode(*names: str, since: tuple[int, int] = (3, 11), until: tuple[int, int]
                 HANDLERS[name] = fn
         return fn
     return deco
+
+
+def exception_table(code):
+    """Entries (start, end, target, depth, lasti) of a 3.11+ code object."""
+    return dis._parse_exception_table(code)

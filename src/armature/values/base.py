@@ -61,6 +61,9 @@ class Value:
         if self.source is not None:
             self.source.emit(out)
             return
+        if self.is_python_constant():  # classes, builtins, modules, torch functions
+            out.load_const(self.as_python_constant())
+            return
         raise Unsupported(f"returning {self} from a compiled frame")
 
     def __repr__(self) -> str:
@@ -79,14 +82,47 @@ NULL = _Null()
 
 
 class LazyValue(Value):
-    """A real object not yet wrapped.  Frames hold arguments and defaults as
-    LazyValues and realize them on first read, so values the traced code never
-    touches install no guards."""
+    """A real object not yet wrapped.  Arguments, defaults and values handed
+    to resume functions start as LazyValues: moving them around (locals,
+    the stack, containers, calls) keeps them lazy, and only an operation
+    that needs to know what they are realizes them -- and installs their
+    guards.  Values the traced code only passes along are never guarded."""
 
-    def __init__(self, obj: Any, source: Source | None):
+    def __init__(self, obj: Any, source: Source | None, ctx=None):
         super().__init__(source)
         self.obj = obj
+        self._realized: Value | None = None
+        self._ctx = ctx
 
-    def realize(self, ctx) -> Value:
-        from .builder import wrap
-        return wrap(ctx, self.obj, self.source)
+    def realize(self, ctx=None) -> Value:
+        if self._realized is None:
+            from .builder import wrap
+            self._realized = wrap(ctx or self._ctx, self.obj, self.source)
+        return self._realized
+
+    def reconstruct(self, out):
+        if self._realized is not None:
+            out.reconstruct(self._realized)
+        else:
+            self.source.emit(out)
+
+    def __repr__(self):
+        return f"<lazy {self.source}>"
+
+
+def realize(ctx, v: Value) -> Value:
+    """The realized Value of ``v`` (``v`` itself unless it is lazy)."""
+    return v.realize(ctx) if type(v) is LazyValue else v
+
+
+def _delegate(name):
+    def method(self, *args, **kwargs):
+        return getattr(self.realize(), name)(*args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+# Everything a caller may ask of a Value realizes a lazy one first.
+for _name in ("python_type", "is_python_constant", "as_python_constant", "getattr", "setattr",
+              "call", "call_method", "unpack", "truth", "length"):
+    setattr(LazyValue, _name, _delegate(_name))

@@ -57,6 +57,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     from .tensor import TensorValue
 
     t = type(obj)
+    from . import stdlib
+    special = stdlib.wrap_special(ctx, obj, source)
+    if special is not None:
+        return special
     if isinstance(obj, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor constant reached from torch internals")
@@ -96,6 +100,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return ConstantValue(obj, source)
     if isinstance(obj, torch.nn.Module):
         return modules.wrap_module(ctx, obj, source)
+    if t is types.CellType and source is not None:
+        # a cell handed to a resume function: its contents are read lazily
+        from ..guards.sources import AttrSource
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        return functions.RealCellValue(obj, AttrSource(source, "cell_contents"))
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)

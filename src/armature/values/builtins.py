@@ -10,8 +10,8 @@ import math
 import operator
 from typing import Callable
 
-from ..diagnostics.errors import Unsupported
-from .base import Value
+from ..diagnostics.errors import Unsupported, UserException, user_error
+from .base import Value, realize
 from .constant import ConstantValue
 from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
 
@@ -48,6 +48,9 @@ class BuiltinValue(Value):
         return self.fn
 
     def call(self, tx, args, kwargs):
+        if self.fn is not print:
+            args = [realize(tx.ctx, a) for a in args]
+            kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
         handler = RULES.get(self.fn)
         if handler is not None:
             return handler(tx, *args, **kwargs)
@@ -154,7 +157,7 @@ def _next(tx, it, *default):
     if v is None:
         if default:
             return default[0]
-        raise Unsupported("next() raised StopIteration")
+        raise user_error(StopIteration)
     return v
 
 
@@ -255,8 +258,8 @@ def _getattr(tx, obj, name, *default):
     if default:
         try:
             return obj.getattr(tx, n)
-        except Unsupported as e:
-            if "has no attribute" in str(e) or "AttributeError" in str(e):
+        except UserException as e:
+            if issubclass(e.exc_type, AttributeError):
                 return default[0]
             raise
     return obj.getattr(tx, n)
@@ -311,8 +314,8 @@ def _filter(tx, fn, iterable):
 
 @rule(print)
 def _print(tx, *args, **kwargs):
-    raise Unsupported("print() writes output", hint="graph breaks are not supported yet; "
-                      "remove print() from the compiled function or accept that the frame runs eagerly")
+    raise Unsupported("print() writes output", hint="without fullgraph the frame is split around print() "
+                      "(a graph break); remove it to keep one graph")
 
 
 @rule(id)

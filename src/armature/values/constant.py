@@ -80,6 +80,10 @@ class ConstantMethodValue(Value):
         from .builder import wrap_constant_result
         return wrap_constant_result(result)
 
+    def reconstruct(self, out):
+        out.reconstruct(self.obj)
+        out.instr("LOAD_ATTR", self.name)
+
 
 BINARY_OPS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, user_error
 from .base import Value
 from .constant import ConstantValue
 
@@ -66,8 +66,7 @@ class _Sequence(Value):
             try:
                 return self.items[index.value]
             except IndexError:
-                raise Unsupported(f"index {index.value} out of range for a {self.python_type().__name__} "
-                                  f"of length {len(self.items)}")
+                raise user_error(IndexError, f"{self.python_type().__name__} index out of range")
         raise Unsupported(f"indexing a {self.python_type().__name__} with {index}")
 
     def _new(self, items):
@@ -153,15 +152,14 @@ class ListValue(_Sequence):
     def as_python_constant(self):
         return [i.as_python_constant() for i in self.items]
 
-    def _check_mutable(self, what):
+    def _check_mutable(self, tx, what=None):
         if self.source is not None:
-            raise Unsupported(f"{what} on a list that exists outside the compiled frame",
-                              hint="side effects on inputs are not replayed yet")
+            tx.ctx.effects.container_mutated(self)
 
     def method(self, tx, name, args, kwargs):
         items = self.items
         if name in ("append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort"):
-            self._check_mutable(f"list.{name}()")
+            self._check_mutable(tx)
         if name == "append":
             items.append(args[0])
             return ConstantValue(None)
@@ -174,7 +172,7 @@ class ListValue(_Sequence):
         if name == "pop":
             idx = args[0].as_python_constant() if args else -1
             if not items:
-                raise Unsupported("pop from empty list")
+                raise user_error(IndexError, "pop from empty list")
             return items.pop(idx)
         if name == "clear":
             items.clear()
@@ -196,11 +194,11 @@ class ListValue(_Sequence):
                 if values_equal(tx, v, args[0]):
                     del items[i]
                     return ConstantValue(None)
-            raise Unsupported("list.remove(x): x not in list")
+            raise user_error(ValueError, "list.remove(x): x not in list")
         return super().method(tx, name, args, kwargs)
 
     def setitem(self, tx, index: Value, value: Value):
-        self._check_mutable("list item assignment")
+        self._check_mutable(tx)
         key = index.as_python_constant()
         if isinstance(key, slice):
             self.items[key] = tx.iterate(value)
@@ -208,7 +206,7 @@ class ListValue(_Sequence):
             self.items[key] = value
 
     def delitem(self, tx, index: Value):
-        self._check_mutable("list item deletion")
+        self._check_mutable(tx)
         del self.items[index.as_python_constant()]
 
     def reconstruct(self, out):
@@ -251,23 +249,22 @@ class DictValue(Value):
     def getitem(self, tx, key: Value) -> Value:
         k = _key(key)
         if k not in self.items:
-            raise Unsupported(f"KeyError: {k!r}")
+            raise user_error(KeyError, repr(k))
         return self.items[k]
 
-    def _check_mutable(self, what):
+    def _check_mutable(self, tx, what=None):
         if self.source is not None:
-            raise Unsupported(f"{what} on a dict that exists outside the compiled frame",
-                              hint="side effects on inputs are not replayed yet")
+            tx.ctx.effects.container_mutated(self)
 
     def setitem(self, tx, key: Value, value: Value):
-        self._check_mutable("dict item assignment")
+        self._check_mutable(tx)
         self.items[_key(key)] = value
 
     def delitem(self, tx, key: Value):
-        self._check_mutable("dict item deletion")
+        self._check_mutable(tx)
         k = _key(key)
         if k not in self.items:
-            raise Unsupported(f"KeyError: {k!r}")
+            raise user_error(KeyError, repr(k))
         del self.items[k]
 
     def getattr(self, tx, name):
@@ -287,7 +284,7 @@ class DictValue(Value):
         if name == "copy":
             return DictValue(items, self.cls)
         if name in ("update", "setdefault", "pop", "popitem", "clear"):
-            self._check_mutable(f"dict.{name}()")
+            self._check_mutable(tx)
         if name == "update":
             if args:
                 other = args[0]
@@ -311,10 +308,10 @@ class DictValue(Value):
                 return items.pop(k)
             if len(args) > 1:
                 return args[1]
-            raise Unsupported(f"KeyError: {k!r}")
+            raise user_error(KeyError, repr(k))
         if name == "popitem":
             if not items:
-                raise Unsupported("popitem(): dictionary is empty")
+                raise user_error(KeyError, "popitem(): dictionary is empty")
             k, v = items.popitem()
             return TupleValue([ConstantValue(k), v])
         if name == "clear":
@@ -375,19 +372,42 @@ class BoundContainerMethod(Value):
         self.obj, self.name = obj, name
 
     def call(self, tx, args, kwargs):
+        from .base import realize
+        if self.name not in ("append", "insert", "setdefault"):
+            args = [realize(tx.ctx, a) for a in args]
         return self.obj.method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, out):
+        out.reconstruct(self.obj)
+        out.instr("LOAD_ATTR", self.name)
 
     def __repr__(self):
         return f"<method {self.obj.python_type().__name__}.{self.name}>"
 
 
 class IteratorValue(Value):
-    """An iterator over a finite, known sequence of Values."""
+    """An iterator over a finite, known sequence of Values.  ``seq`` is the
+    ListValue it walks, when it walks one (then appends are seen)."""
 
-    def __init__(self, items: list[Value]):
+    def __init__(self, items: list[Value], seq: Value | None = None):
         super().__init__()
         self.items = items
         self.index = 0
+        self.seq = seq
+
+    def reconstruct(self, out):
+        from ..runtime import replay
+        if self.seq is not None and self.seq.source is not None:
+            out.instr("PUSH_NULL")
+            out.load_const(replay.list_iterator_at)
+            out.reconstruct(self.seq)
+            out.load_const(self.index)
+            out.call(2)
+            return
+        for v in self.items[self.index:]:
+            out.reconstruct(v)
+        out.instr("BUILD_TUPLE", len(self.items) - self.index)
+        out.instr("GET_ITER")
 
     def python_type(self):
         return type(iter([]))
@@ -403,3 +423,29 @@ class IteratorValue(Value):
         rest = self.items[self.index:]
         self.index = len(self.items)
         return rest
+
+
+class UserIteratorValue(IteratorValue):
+    """An instance of a user class with ``__next__``; StopIteration ends it."""
+
+    def __init__(self, obj):
+        super().__init__([])
+        self.obj = obj
+
+    def next(self, tx):
+        from ..diagnostics.errors import UserException
+        try:
+            return self.obj.next_value(tx)
+        except UserException as e:
+            if issubclass(e.exc_type, StopIteration):
+                return None
+            raise
+
+    def unpack(self, tx):
+        out = []
+        while (v := self.next(tx)) is not None:
+            out.append(v)
+        return out
+
+    def reconstruct(self, out):
+        out.reconstruct(self.obj)

@@ -5,7 +5,7 @@ import inspect
 import types
 from typing import Any
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, user_error
 from ..guards.sources import AttrSource, ItemSource, Source
 from .base import Value
 from .constant import ConstantValue
@@ -22,11 +22,21 @@ class CellValue(Value):
 
     def get(self, tx, name: str) -> Value:
         if self.contents is CellValue.EMPTY:
-            raise Unsupported(f"free variable {name!r} referenced before assignment")
+            raise user_error(NameError, f"free variable {name!r} referenced before assignment")
         return self.contents
 
     def set(self, tx, value: Value) -> None:
         self.contents = value
+
+    def reconstruct(self, out):
+        from ..runtime import replay
+        out.instr("PUSH_NULL")
+        out.load_const(replay.make_cell)
+        if self.contents is CellValue.EMPTY:
+            out.call(0)
+        else:
+            out.reconstruct(self.contents)
+            out.call(1)
 
 
 class RealCellValue(Value):
@@ -36,18 +46,53 @@ class RealCellValue(Value):
     def __init__(self, cell: types.CellType, source: Source):
         super().__init__(source)
         self.cell = cell
+        self.pending: Any = CellValue.EMPTY   # a write made in this trace
 
     def get(self, tx, name: str) -> Value:
         from .builder import wrap
+        if self.pending is not CellValue.EMPTY:
+            if self.pending is None:
+                raise user_error(NameError, f"free variable {name!r} referenced before assignment")
+            return self.pending
         try:
             contents = self.cell.cell_contents
         except ValueError:
-            raise Unsupported(f"free variable {name!r} referenced before assignment")
+            raise user_error(NameError, f"free variable {name!r} referenced before assignment")
         return wrap(tx.ctx, contents, self.source)
 
-    def set(self, tx, value: Value) -> None:
-        raise Unsupported("assigning to a nonlocal variable of a function defined outside the compiled frame",
-                          hint="side effects on closure cells are not replayed yet")
+    def set(self, tx, value: Value | None) -> None:
+        """``value`` None deletes the contents."""
+        from ..effects import CellStore
+        self.pending = value
+        tx.ctx.effects.record(CellStore(self, value))
+
+    def getattr(self, tx, name):
+        if name == "cell_contents":
+            return self.get(tx, "cell_contents")
+        raise Unsupported(f"attribute {name!r} of a cell")
+
+    def setattr(self, tx, name, value):
+        if name != "cell_contents":
+            raise Unsupported(f"attribute {name!r} of a cell")
+        self.set(tx, value)
+
+    def delattr(self, tx, name):
+        if name != "cell_contents":
+            raise Unsupported(f"attribute {name!r} of a cell")
+        self.get(tx, "cell_contents")
+        self.set(tx, None)
+
+    def reconstruct(self, out):
+        self.cell_source().emit(out)
+
+    def cell_source(self):
+        """Source of the cell object itself (the contents' source minus
+        ``.cell_contents``)."""
+        from ..guards.sources import ClosureSource
+        src = self.source
+        if isinstance(src, ClosureSource):
+            return _ClosureCellSource(src.index, src.name)
+        return src.parent
 
 
 class _Function(Value):
@@ -59,7 +104,7 @@ class _Function(Value):
     def python_type(self):
         return types.FunctionType
 
-    def defaults(self) -> tuple[list[Value], dict[str, Value]]:
+    def defaults(self, ctx) -> tuple[list[Value], dict[str, Value]]:
         raise NotImplementedError
 
     def closure_cells(self) -> tuple[Value, ...]:
@@ -69,8 +114,8 @@ class _Function(Value):
         from ..trace.inline import inline_function
         return inline_function(tx, self, args, kwargs)
 
-    def bind(self, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
-        defaults, kwdefaults = self.defaults()
+    def bind(self, args: list[Value], kwargs: dict[str, Value], ctx=None) -> dict[str, Value]:
+        defaults, kwdefaults = self.defaults(ctx)
         sig = _signature(self.code, len(defaults), tuple(sorted(kwdefaults)))
         try:
             bound = sig.bind(*args, **kwargs)
@@ -136,13 +181,13 @@ class UserFunctionValue(_Function):
         self.code = fn.__code__
         self.f_globals = fn.__globals__
 
-    def defaults(self):
+    def defaults(self, ctx):
         fn = self.fn
         d = fn.__defaults__ or ()
         kd = fn.__kwdefaults__ or {}
         src = self.source
-        return ([_wrap_default(v, src and ItemSource(AttrSource(src, "__defaults__"), i)) for i, v in enumerate(d)],
-                {k: _wrap_default(v, src and ItemSource(AttrSource(src, "__kwdefaults__"), k)) for k, v in kd.items()})
+        return ([_wrap_default(v, src and ItemSource(AttrSource(src, "__defaults__"), i), ctx) for i, v in enumerate(d)],
+                {k: _wrap_default(v, src and ItemSource(AttrSource(src, "__kwdefaults__"), k), ctx) for k, v in kd.items()})
 
     def closure_cells(self):
         cells = self.fn.__closure__ or ()
@@ -158,10 +203,10 @@ class UserFunctionValue(_Function):
         return f"<function {self.code.co_qualname}>"
 
 
-def _wrap_default(value, source):
+def _wrap_default(value, source, ctx):
     # wrapped (and guarded) only if the callee reads it
     from .base import LazyValue
-    return LazyValue(value, source)
+    return LazyValue(value, source, ctx)
 
 
 class NestedFunctionValue(_Function):
@@ -173,7 +218,7 @@ class NestedFunctionValue(_Function):
         self.code, self.f_globals = code, f_globals
         self._defaults, self._kwdefaults, self.closure = defaults, kwdefaults, closure
 
-    def defaults(self):
+    def defaults(self, ctx):
         d = list(self._defaults.items) if self._defaults is not None else []
         kd = dict(self._kwdefaults.items) if self._kwdefaults is not None else {}
         return d, kd
@@ -182,7 +227,24 @@ class NestedFunctionValue(_Function):
         return self.closure
 
     def reconstruct(self, out):
-        raise Unsupported(f"returning the nested function {self.code.co_qualname} from a compiled frame")
+        from ..runtime import replay
+        out.instr("PUSH_NULL")
+        out.load_const(replay.make_function)
+        out.load_const(self.code)
+        out.load_const(self.f_globals)
+        out.load_const(self.code.co_name)
+        defaults, kwdefaults = self.defaults(None)
+        for d in defaults:
+            out.reconstruct(d)
+        out.instr("BUILD_TUPLE", len(defaults))
+        for k, v in kwdefaults.items():
+            out.load_const(k)
+            out.reconstruct(v)
+        out.instr("BUILD_MAP", len(kwdefaults))
+        for c in self.closure:
+            out.reconstruct(c)
+        out.instr("BUILD_TUPLE", len(self.closure))
+        out.call(6)
 
     def __repr__(self):
         return f"<nested function {self.code.co_qualname}>"
@@ -201,5 +263,40 @@ class BoundMethodValue(Value):
     def call(self, tx, args, kwargs):
         return self.func.call(tx, [self.obj, *args], kwargs)
 
+    def reconstruct(self, out):
+        if self.source is not None:
+            return self.source.emit(out)
+        import types
+        out.instr("PUSH_NULL")
+        out.load_const(types.MethodType)
+        out.reconstruct(self.func)
+        out.reconstruct(self.obj)
+        out.call(2)
+
     def __repr__(self):
         return f"<bound method {self.func!r} of {self.obj!r}>"
+
+
+from dataclasses import dataclass as _dataclass  # noqa: E402
+
+from ..guards.sources import FN_ARG as _FN_ARG  # noqa: E402
+
+
+@_dataclass(frozen=True)
+class _ClosureCellSource(Source):
+    """The cell object ``___f.__closure__[index]``."""
+
+    index: int
+    name: str
+
+    def expr(self, pool):
+        return f"{_FN_ARG}.__closure__[{self.index}]"
+
+    def emit(self, out):
+        out.instr("LOAD_FAST", _FN_ARG)
+        out.instr("LOAD_ATTR", "__closure__")
+        out.load_const(self.index)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return f"<cell {self.name}>"

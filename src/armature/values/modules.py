@@ -13,7 +13,7 @@ import types
 
 import torch
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, UserException, user_error
 from ..guards.guard import Guard, Kind
 from ..guards.sources import AttrSource, ModuleMemberSource, Source
 from .base import Value
@@ -37,6 +37,8 @@ class ModuleValue(Value):
     def __init__(self, mod: torch.nn.Module, source: Source | None):
         super().__init__(source)
         self.mod = mod
+        #: plain attributes written in this trace (DELETED marks a delete)
+        self.attrs: dict = {}
 
     def python_type(self):
         return type(self.mod)
@@ -59,6 +61,12 @@ class ModuleValue(Value):
         from .builder import wrap
         mod = self.mod
         d = mod.__dict__
+        if name in self.attrs:
+            from ..effects import DELETED
+            v = self.attrs[name]
+            if v is DELETED:
+                raise user_error(AttributeError, f"{type(mod).__name__!r} object has no attribute {name!r}")
+            return v
         cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
         # data descriptors on the class win over the instance dict
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
@@ -89,14 +97,49 @@ class ModuleValue(Value):
             return wrap(tx.ctx, getattr(mod, name), src)
         if type(mod).__getattr__ is not torch.nn.Module.__getattr__:
             raise Unsupported(f"custom __getattr__ of {type(mod).__name__}")
-        raise Unsupported(f"AttributeError: {type(mod).__name__!r} object has no attribute {name!r}")
+        raise user_error(AttributeError, f"{type(mod).__name__!r} object has no attribute {name!r}")
+
+    def _plain_attr_target(self, tx, name, value) -> None:
+        """Refuse writes whose meaning goes beyond object.__setattr__ under
+        nn.Module.__setattr__ (registering parameters, buffers, submodules)."""
+        mod = self.mod
+        if type(mod).__setattr__ is not torch.nn.Module.__setattr__ or \
+                type(mod).__delattr__ is not torch.nn.Module.__delattr__:
+            raise Unsupported(f"custom __setattr__/__delattr__ of {type(mod).__name__}")
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in mod.__dict__.get(table, {}):
+                raise Unsupported(f"replacing the registered {table[1:-1]} {name!r} of {type(mod).__name__} "
+                                  "inside a compiled function")
+        from .tensor import TensorValue
+        if isinstance(value, ModuleValue) or isinstance(value, TensorValue) and \
+                issubclass(value.python_type(), torch.nn.Parameter):
+            raise Unsupported(f"registering {name!r} on {type(mod).__name__} inside a compiled function")
+        cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
+        if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
+            raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
+        if self.source is None:
+            raise Unsupported(f"writing an attribute of a module without a source")
+
+    def setattr(self, tx, name, value):
+        from ..effects import AttrStore
+        self._plain_attr_target(tx, name, value)
+        self.attrs[name] = value
+        tx.ctx.effects.record(AttrStore(self, name, value))
+
+    def delattr(self, tx, name):
+        from ..effects import DELETED, AttrDelete
+        self._plain_attr_target(tx, name, None)
+        if name not in self.attrs and name not in self.mod.__dict__:
+            raise user_error(AttributeError, name)
+        self.attrs[name] = DELETED
+        tx.ctx.effects.record(AttrDelete(self, name))
 
     def has_attr(self, tx, name) -> bool:
         try:
             self.getattr(tx, name)
             return True
-        except Unsupported as e:
-            if "has no attribute" in str(e):
+        except UserException as e:
+            if issubclass(e.exc_type, AttributeError):
                 return False
             raise
 
@@ -149,10 +192,8 @@ class ModuleValue(Value):
         raise Unsupported(f"`in` on {type(self.mod).__name__}")
 
     # --- calls --------------------------------------------------------------
-    def call(self, tx, args, kwargs):
+    def check_no_hooks(self, tx) -> None:
         mod = self.mod
-        if type(mod).__call__ is not torch.nn.Module.__call__:
-            raise Unsupported(f"custom __call__ of {type(mod).__name__}")
         if any(getattr(mod, h, None) for h in _HOOK_DICTS) or _global_hooks():
             raise Unsupported(f"{type(mod).__name__} has hooks installed",
                               hint="module hooks inside compiled code are on the roadmap")
@@ -160,6 +201,12 @@ class ModuleValue(Value):
             for h in _HOOK_DICTS:
                 tx.ctx.guards.add(Guard(Kind.EMPTY, AttrSource(self.source, h)))
         tx.ctx.guard_global_hooks()
+
+    def call(self, tx, args, kwargs):
+        mod = self.mod
+        if type(mod).__call__ is not torch.nn.Module.__call__:
+            raise Unsupported(f"custom __call__ of {type(mod).__name__}")
+        self.check_no_hooks(tx)
         forward = self.getattr(tx, "forward")
         return forward.call(tx, args, kwargs)
 

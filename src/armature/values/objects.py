@@ -1,24 +1,107 @@
-"""Classes and other Python objects.
+"""User classes and their instances, with CPython's attribute semantics.
 
-This milestone models classes (calls to namedtuple classes build tuples;
-isinstance works against any class) and reads plain attributes of other
-objects through their instance dict; user-object semantics in full come with
-the Python-semantics work.
+Lookup order for ``obj.name`` (``object.__getattribute__``):
+  1. a data descriptor found on the type's MRO (property, __slots__ member,
+     any class with __set__/__delete__) -- its __get__ runs;
+  2. the instance dict -- pending writes of this trace first, then the real
+     dict of an object that existed before the frame;
+  3. a non-data descriptor or plain class attribute (functions bind);
+  4. ``__getattr__``, if the class defines one.
+Stores and deletes honour custom ``__setattr__``/``__delattr__`` and data
+descriptors (their Python code is inlined); the primitive instance-dict
+write is modelled in an overlay and, for pre-existing objects, logged as a
+side effect.
 """
 from __future__ import annotations
 
 import inspect
+import types
+from typing import Any
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, UserException, user_error
+from ..effects import DELETED, AttrDelete, AttrStore, DictReplace
 from ..guards.guard import Guard, Kind
-from ..guards.sources import AttrSource, Source
+from ..guards.sources import AttrSource, ItemSource, Source, constant_source
 from .base import Value
+from .constant import ConstantValue
+
+_MISSING = object()
+
+
+def _is_data_descriptor(obj) -> bool:
+    t = type(obj)
+    return hasattr(t, "__set__") or hasattr(t, "__delete__")
+
+
+def class_source(cls: type) -> Source:
+    return constant_source(cls, cls.__qualname__)
+
+
+def find_class_attr(cls: type, name: str):
+    """(raw attribute, owning class) along the MRO, without running descriptors."""
+    for klass in cls.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name], klass
+    return _MISSING, None
+
+
+def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
+    """Wrap a raw class-dict entry, guarded by identity/value on its owner's dict."""
+    from .builder import wrap
+    src = ItemSource(AttrSource(class_source(owner), "__dict__"), name)
+    if isinstance(raw, (property, staticmethod, classmethod)) or _is_data_descriptor(raw):
+        tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, raw))
+        return ObjectValue(raw, src)
+    return wrap(tx.ctx, raw, src)
+
+
+def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value: "ClassValue") -> Value:
+    """Apply the descriptor protocol to a raw class attribute (instance None:
+    accessed on the class)."""
+    from .functions import BoundMethodValue, UserFunctionValue
+    cls = cls_value.cls
+    if isinstance(raw, staticmethod):
+        wrap_class_attr(tx, cls, name, raw, owner)
+        return _wrap_func(tx, raw.__func__)
+    if isinstance(raw, classmethod):
+        wrap_class_attr(tx, cls, name, raw, owner)
+        return BoundMethodValue(_wrap_func(tx, raw.__func__), cls_value)
+    if isinstance(raw, types.FunctionType):
+        fv = wrap_class_attr(tx, cls, name, raw, owner)
+        return fv if instance is None else BoundMethodValue(fv, instance)
+    if isinstance(raw, property):
+        wrap_class_attr(tx, cls, name, raw, owner)
+        if instance is None:
+            raise Unsupported(f"reading the property object {cls.__name__}.{name}")
+        if raw.fget is None:
+            raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
+        return _wrap_func(tx, raw.fget).call(tx, [instance], {})
+    getter = getattr(type(raw), "__get__", None)
+    if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
+        if isinstance(getter, types.FunctionType):
+            desc = wrap_class_attr(tx, cls, name, raw, owner)
+            none = ConstantValue(None)
+            return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
+        if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
+            fv = _wrap_func(tx, raw)
+            return fv if instance is None else BoundMethodValue(fv, instance)
+        raise Unsupported(f"the C descriptor {cls.__name__}.{name} ({type(raw).__name__})")
+    return wrap_class_attr(tx, cls, name, raw, owner)
+
+
+def _wrap_func(tx, fn) -> Value:
+    from .builder import wrap
+    return wrap(tx.ctx, fn, None)
 
 
 class ClassValue(Value):
+    """A class.  Class-attribute writes made in the frame live in ``attrs``."""
+
     def __init__(self, cls: type, source: Source | None):
         super().__init__(source)
         self.cls = cls
+        self.attrs: dict[str, Any] = {}
 
     def python_type(self):
         return type(self.cls)
@@ -29,71 +112,466 @@ class ClassValue(Value):
     def as_python_constant(self):
         return self.cls
 
+    def lookup(self, tx, name):
+        """Raw class attribute, consulting pending writes on this class and
+        its bases (in MRO order)."""
+        from .builder import wrap
+        for klass in self.cls.__mro__:
+            kv = wrap(tx.ctx, klass, None) if klass is not self.cls else self
+            if isinstance(kv, ClassValue) and name in kv.attrs:
+                v = kv.attrs[name]
+                if v is DELETED:
+                    continue
+                return v, klass, True
+            if name in klass.__dict__:
+                return klass.__dict__[name], klass, False
+        return _MISSING, None, False
+
+    def getattr(self, tx, name):
+        if name == "__name__" or name == "__qualname__" or name == "__module__":
+            return ConstantValue(getattr(self.cls, name))
+        raw, owner, pending = self.lookup(tx, name)
+        if raw is _MISSING:
+            raise user_error(AttributeError, f"type object {self.cls.__name__!r} has no attribute {name!r}")
+        if pending:
+            return raw
+        return bind_attr(tx, raw, owner, name, None, self)
+
+    def setattr(self, tx, name, value):
+        if type(self.cls) is not type:
+            raise Unsupported(f"setting an attribute on {self.cls.__name__}, whose metaclass is not type")
+        self.attrs[name] = value
+        tx.ctx.effects.record(AttrStore(self, name, value, on_type=True))
+
+    def delattr(self, tx, name):
+        if name not in self.attrs and name not in self.cls.__dict__:
+            raise user_error(AttributeError, f"{name}")
+        self.attrs[name] = DELETED
+        tx.ctx.effects.record(AttrDelete(self, name, on_type=True))
+
     def call(self, tx, args, kwargs):
         cls = self.cls
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-            from .containers import TupleValue
-            try:
-                bound = inspect.signature(cls).bind(*args, **kwargs)
-            except TypeError as e:
-                raise Unsupported(f"TypeError constructing {cls.__name__}: {e}")
-            bound.apply_defaults()
-            items = []
-            for name in cls._fields:
-                v = bound.arguments[name]
-                if not isinstance(v, Value):
-                    from .builder import wrap_constant_result
-                    v = wrap_constant_result(v)
-                items.append(v)
-            return TupleValue(items, cls=cls)
+            return _make_namedtuple(cls, args, kwargs)
         from .builtins import RULES, fold_call
         if cls in RULES:
             return RULES[cls](tx, *args, **kwargs)
+        if issubclass(cls, BaseException):
+            from .exceptions import make_exception
+            return make_exception(tx, self, args, kwargs)
         if cls.__module__ == "builtins":
             return fold_call(cls, args, kwargs)
-        raise Unsupported(f"creating an instance of {cls.__qualname__} inside a compiled function",
-                          hint="user classes are modelled in a later milestone")
-
-    def getattr(self, tx, name):
-        from .builder import wrap
-        try:
-            attr = inspect.getattr_static(self.cls, name)
-        except AttributeError:
-            raise Unsupported(f"AttributeError: type object {self.cls.__name__!r} has no attribute {name!r}")
-        if isinstance(attr, staticmethod):
-            attr = attr.__func__
-        elif isinstance(attr, classmethod):
-            from .functions import BoundMethodValue, UserFunctionValue
-            return BoundMethodValue(UserFunctionValue(attr.__func__, None), self)
-        src = AttrSource(self.source, name) if self.source is not None else None
-        return wrap(tx.ctx, getattr(self.cls, name) if not callable(attr) else attr, src)
+        import torch
+        if issubclass(cls, torch.nn.Module):
+            raise Unsupported(f"creating the module {cls.__qualname__} inside a compiled function",
+                              hint="create modules outside and pass them in")
+        return instantiate(tx, self, args, kwargs)
 
     def __repr__(self):
         return f"<class {self.cls.__qualname__}>"
 
 
-class ObjectValue(Value):
-    """Any other object: only plain instance-dict attributes are readable."""
+def _make_namedtuple(cls, args, kwargs):
+    from .containers import TupleValue
+    try:
+        bound = inspect.signature(cls).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported(f"TypeError constructing {cls.__name__}: {e}")
+    items = []
+    for name in cls._fields:
+        if name in bound.arguments:
+            items.append(bound.arguments[name])
+        else:
+            from .builder import wrap_constant_result
+            items.append(wrap_constant_result(cls._field_defaults[name]))
+    return TupleValue(items, cls=cls)
 
-    def __init__(self, obj, source: Source | None):
+
+def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
+    cls = cls_value.cls
+    if type(cls) is not type:
+        raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
+    new_raw, _, _ = cls_value.lookup(tx, "__new__")
+    if new_raw is not object.__new__ and not (isinstance(new_raw, staticmethod) and new_raw.__func__ is object.__new__):
+        raise Unsupported(f"creating an instance of {cls.__qualname__}, which defines __new__")
+    for base in cls.__mro__[1:-1]:
+        if base.__module__ == "builtins":
+            raise Unsupported(f"creating an instance of {cls.__qualname__}, a subclass of {base.__name__}")
+    obj = ObjectValue(None, None, cls=cls, is_new=True)
+    init_raw, owner, _ = cls_value.lookup(tx, "__init__")
+    if init_raw is object.__init__:
+        if args or kwargs:
+            raise user_error(TypeError, f"{cls.__name__}() takes no arguments")
+        return obj
+    init = bind_attr(tx, init_raw, owner, "__init__", obj, cls_value)
+    init.call(tx, list(args), dict(kwargs))
+    return obj
+
+
+class ObjectValue(Value):
+    """An instance of a user class.  ``attrs`` holds instance-dict writes made
+    in this trace (all of them for an object created here)."""
+
+    def __init__(self, obj, source: Source | None, cls: type | None = None, is_new: bool = False):
         super().__init__(source)
         self.obj = obj
+        self.cls = cls if cls is not None else type(obj)
+        self.is_new = is_new
+        self.attrs: dict[str, Any] = {}
+        self.dict_replaced = False
 
     def python_type(self):
-        return type(self.obj)
+        return self.cls
 
-    def getattr(self, tx, name):
+    def _class_value(self, tx) -> ClassValue:
         from .builder import wrap
+        return wrap(tx.ctx, self.cls, None)
+
+    def _has_real_dict(self) -> bool:
+        return not self.is_new and hasattr(self.obj, "__dict__")
+
+    # --- instance dict (overlay + real) ---------------------------------------
+    def dict_get(self, tx, name):
+        """The instance-dict entry as a Value, or _MISSING."""
+        if name in self.attrs:
+            v = self.attrs[name]
+            return _MISSING if v is DELETED else v
+        if self.is_new or self.dict_replaced:
+            return _MISSING
         d = getattr(self.obj, "__dict__", None)
-        cls_attr = inspect.getattr_static(type(self.obj), name, None)
-        if d is not None and name in d and not (cls_attr is not None and
-                                                 (hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__"))):
-            return wrap(tx.ctx, d[name], AttrSource(self.source, name) if self.source else None)
-        raise Unsupported(f"attribute {name!r} of a {type(self.obj).__qualname__} object",
-                          hint="user objects are modelled in a later milestone")
+        if d is not None and name in d:
+            from .builder import wrap
+            return wrap(tx.ctx, d[name], AttrSource(self.source, name))
+        if d is not None and self.source is not None:
+            tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
+        return _MISSING
+
+    def _slot_get(self, tx, name):
+        if name in self.attrs:
+            v = self.attrs[name]
+            if v is DELETED:
+                raise user_error(AttributeError, f"{name}")
+            return v
+        if self.is_new:
+            raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
+        from .builder import wrap
+        try:
+            real = getattr(self.obj, name)
+        except AttributeError:
+            raise user_error(AttributeError, f"{name}")
+        return wrap(tx.ctx, real, AttrSource(self.source, name))
+
+    # --- attribute protocol --------------------------------------------------------
+    def getattr(self, tx, name):
+        cls_value = self._class_value(tx)
+        ga, _, _ = cls_value.lookup(tx, "__getattribute__")
+        if ga is not object.__getattribute__:
+            raise Unsupported(f"custom __getattribute__ of {self.cls.__name__}")
+        if name == "__class__":
+            return cls_value
+        if name == "__dict__":
+            if not (self.is_new or self._has_real_dict()) or "__slots__" in self.cls.__dict__ and "__dict__" not in self.cls.__slots__:
+                raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute '__dict__'")
+            return InstanceDictValue(self)
+        raw, owner, pending = cls_value.lookup(tx, name)
+        if raw is not _MISSING and not pending and _is_data_descriptor(raw):
+            if type(raw).__name__ == "member_descriptor":
+                return self._slot_get(tx, name)
+            return bind_attr(tx, raw, owner, name, self, cls_value)
+        v = self.dict_get(tx, name)
+        if v is not _MISSING:
+            return v
+        if raw is not _MISSING:
+            return raw if pending else bind_attr(tx, raw, owner, name, self, cls_value)
+        gattr, gowner, _ = cls_value.lookup(tx, "__getattr__")
+        if gattr is not _MISSING:
+            return bind_attr(tx, gattr, gowner, "__getattr__", self, cls_value).call(tx, [ConstantValue(name)], {})
+        raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
+
+    def has_attr(self, tx, name) -> bool:
+        try:
+            self.getattr(tx, name)
+            return True
+        except UserException as e:
+            if issubclass(e.exc_type, AttributeError):
+                return False
+            raise
+
+    def setattr(self, tx, name, value):
+        cls_value = self._class_value(tx)
+        sa, owner, _ = cls_value.lookup(tx, "__setattr__")
+        if sa is not object.__setattr__:
+            if isinstance(sa, types.FunctionType):
+                bind_attr(tx, sa, owner, "__setattr__", self, cls_value).call(tx, [ConstantValue(name), value], {})
+                return
+            raise Unsupported(f"the C __setattr__ of {self.cls.__name__}")
+        self.generic_setattr(tx, name, value)
+
+    def generic_setattr(self, tx, name, value):
+        """``object.__setattr__``: data descriptors first, then the instance dict."""
+        cls_value = self._class_value(tx)
+        if name == "__dict__":
+            from .containers import DictValue
+            if not isinstance(value, DictValue):
+                raise Unsupported("assigning a non-dict to __dict__")
+            self.attrs = dict(value.items)
+            self.dict_replaced = True
+            if not self.is_new:
+                tx.ctx.effects.record(DictReplace(self, value))
+            return
+        if name == "__class__":
+            raise Unsupported("assigning __class__")
+        raw, owner, pending = cls_value.lookup(tx, name)
+        if raw is not _MISSING and not pending and _is_data_descriptor(raw):
+            if isinstance(raw, property):
+                if raw.fset is None:
+                    raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no setter")
+                wrap_class_attr(tx, self.cls, name, raw, owner)
+                _wrap_func(tx, raw.fset).call(tx, [self, value], {})
+                return
+            if type(raw).__name__ != "member_descriptor":
+                setter = getattr(type(raw), "__set__", None)
+                if isinstance(setter, types.FunctionType):
+                    desc = wrap_class_attr(tx, self.cls, name, raw, owner)
+                    _wrap_func(tx, setter).call(tx, [desc, self, value], {})
+                    return
+                raise Unsupported(f"the C descriptor {self.cls.__name__}.{name}")
+        elif self.is_new and not hasattr(self.cls, "__dict__") or _slots_only(self.cls) and name not in _all_slots(self.cls):
+            raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
+        self.attrs[name] = value
+        if not self.is_new:
+            tx.ctx.effects.record(AttrStore(self, name, value))
+
+    def delattr(self, tx, name):
+        cls_value = self._class_value(tx)
+        da, owner, _ = cls_value.lookup(tx, "__delattr__")
+        if da is not object.__delattr__:
+            if isinstance(da, types.FunctionType):
+                bind_attr(tx, da, owner, "__delattr__", self, cls_value).call(tx, [ConstantValue(name)], {})
+                return
+            raise Unsupported(f"the C __delattr__ of {self.cls.__name__}")
+        self.generic_delattr(tx, name)
+
+    def generic_delattr(self, tx, name):
+        cls_value = self._class_value(tx)
+        raw, owner, pending = cls_value.lookup(tx, name)
+        if raw is not _MISSING and not pending and _is_data_descriptor(raw) and \
+                type(raw).__name__ != "member_descriptor":
+            if isinstance(raw, property):
+                if raw.fdel is None:
+                    raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no deleter")
+                wrap_class_attr(tx, self.cls, name, raw, owner)
+                _wrap_func(tx, raw.fdel).call(tx, [self], {})
+                return
+            raise Unsupported(f"deleting through the descriptor {self.cls.__name__}.{name}")
+        if type(raw).__name__ == "member_descriptor":
+            self._slot_get(tx, name)
+        elif self.dict_get(tx, name) is _MISSING:
+            raise user_error(AttributeError, f"{name}")
+        self.attrs[name] = DELETED
+        if not self.is_new:
+            tx.ctx.effects.record(AttrDelete(self, name))
+
+    # --- dunder protocols ---------------------------------------------------------
+    def dunder(self, tx, name: str):
+        """The bound special method ``type(obj).name`` (special methods skip the
+        instance dict), or None."""
+        cls_value = self._class_value(tx)
+        raw, owner, pending = cls_value.lookup(tx, name)
+        if raw is _MISSING or raw is None:
+            return None
+        if pending:
+            from .functions import BoundMethodValue
+            return BoundMethodValue(raw, self)
+        if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
+                isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
+            return bind_attr(tx, raw, owner, name, self, cls_value)
+        return None
+
+    def call(self, tx, args, kwargs):
+        m = self.dunder(tx, "__call__")
+        if m is None:
+            raise user_error(TypeError, f"{self.cls.__name__!r} object is not callable")
+        return m.call(tx, args, kwargs)
+
+    def truth(self, tx):
+        m = self.dunder(tx, "__bool__")
+        if m is not None:
+            return m.call(tx, [], {}).truth(tx)
+        m = self.dunder(tx, "__len__")
+        if m is not None:
+            return m.call(tx, [], {}).as_python_constant() != 0
+        return True
+
+    def length(self, tx):
+        m = self.dunder(tx, "__len__")
+        if m is None:
+            raise user_error(TypeError, f"object of type {self.cls.__name__!r} has no len()")
+        return m.call(tx, [], {}).as_python_constant()
+
+    def getitem(self, tx, index):
+        m = self.dunder(tx, "__getitem__")
+        if m is None:
+            raise user_error(TypeError, f"{self.cls.__name__!r} object is not subscriptable")
+        return m.call(tx, [index], {})
+
+    def setitem(self, tx, index, value):
+        m = self.dunder(tx, "__setitem__")
+        if m is None:
+            raise user_error(TypeError, f"{self.cls.__name__!r} object does not support item assignment")
+        m.call(tx, [index, value], {})
+
+    def delitem(self, tx, index):
+        m = self.dunder(tx, "__delitem__")
+        if m is None:
+            raise user_error(TypeError, f"{self.cls.__name__!r} object does not support item deletion")
+        m.call(tx, [index], {})
+
+    def get_iter(self, tx):
+        m = self.dunder(tx, "__iter__")
+        if m is not None:
+            return tx.get_iter(m.call(tx, [], {}))
+        if self.dunder(tx, "__getitem__") is not None:
+            raise Unsupported("iteration through the old __getitem__ protocol")
+        raise user_error(TypeError, f"{self.cls.__name__!r} object is not iterable")
+
+    def unpack(self, tx):
+        it = self.get_iter(tx)
+        return tx.iterate(it)
+
+    def next_value(self, tx):
+        m = self.dunder(tx, "__next__")
+        if m is None:
+            raise user_error(TypeError, f"{self.cls.__name__!r} object is not an iterator")
+        return m.call(tx, [], {})
+
+    # --- residual code -----------------------------------------------------------
+    def reconstruct(self, out):
+        if self.source is not None:
+            return self.source.emit(out)
+        if not self.is_new:
+            raise Unsupported(f"rebuilding {self}")
+        from ..runtime import replay
+        names = [k for k, v in self.attrs.items() if v is not DELETED]
+        out.instr("PUSH_NULL")
+        out.load_const(replay.new_object)
+        out.load_const(self.cls)
+        out.load_const(tuple(names))
+        for k in names:
+            out.reconstruct(self.attrs[k])
+        out.instr("BUILD_TUPLE", len(names))
+        out.call(3)
 
     def __repr__(self):
-        return f"<object {type(self.obj).__qualname__}{' ' + str(self.source) if self.source else ''}>"
+        where = f" {self.source}" if self.source is not None else (" (new)" if self.is_new else "")
+        return f"<{self.cls.__qualname__} object{where}>"
+
+
+def _slots_only(cls) -> bool:
+    return not any("__dict__" in k.__dict__ for k in cls.__mro__[:-1]) and any("__slots__" in k.__dict__ for k in cls.__mro__)
+
+
+def _all_slots(cls) -> set:
+    out = set()
+    for k in cls.__mro__:
+        s = k.__dict__.get("__slots__", ())
+        out.update([s] if isinstance(s, str) else s)
+    return out
+
+
+class InstanceDictValue(Value):
+    """``obj.__dict__``: item writes bypass descriptors."""
+
+    def __init__(self, owner: ObjectValue):
+        super().__init__()
+        self.owner = owner
+
+    def python_type(self):
+        return dict
+
+    def getitem(self, tx, key):
+        v = self.owner.dict_get(tx, key.as_python_constant())
+        if v is _MISSING:
+            raise user_error(KeyError, f"{key.as_python_constant()!r}")
+        return v
+
+    def setitem(self, tx, key, value):
+        name = key.as_python_constant()
+        self.owner.attrs[name] = value
+        if not self.owner.is_new:
+            tx.ctx.effects.record(AttrStore(self.owner, name, value, via_dict=True))
+
+    def delitem(self, tx, key):
+        name = key.as_python_constant()
+        if self.owner.dict_get(tx, name) is _MISSING:
+            raise user_error(KeyError, f"{name!r}")
+        self.owner.attrs[name] = DELETED
+        if not self.owner.is_new:
+            tx.ctx.effects.record(AttrDelete(self.owner, name, via_dict=True))
+
+    def getattr(self, tx, name):
+        from .containers import BoundContainerMethod
+        return BoundContainerMethod(self, name)
+
+    def method(self, tx, name, args, kwargs):
+        if name == "get":
+            v = self.owner.dict_get(tx, args[0].as_python_constant())
+            return (args[1] if len(args) > 1 else ConstantValue(None)) if v is _MISSING else v
+        if name == "__contains__":
+            return ConstantValue(self.owner.dict_get(tx, args[0].as_python_constant()) is not _MISSING)
+        if name == "update" and len(args) == 1 and not kwargs:
+            from .containers import DictValue
+            if isinstance(args[0], DictValue):
+                for k, v in args[0].items.items():
+                    self.setitem(tx, ConstantValue(k), v)
+                return ConstantValue(None)
+        raise Unsupported(f"obj.__dict__.{name}()")
+
+
+class SuperValue(Value):
+    """``super(cls, obj)``: attribute lookup along obj's MRO after cls."""
+
+    def __init__(self, start: type, obj: Value):
+        super().__init__()
+        self.start, self.obj = start, obj
+
+    def getattr(self, tx, name):
+        objtype = self.obj.cls if isinstance(self.obj, ClassValue) else self.obj.python_type()
+        mro = objtype.__mro__
+        idx = mro.index(self.start) + 1
+        for klass in mro[idx:]:
+            if name in klass.__dict__:
+                raw = klass.__dict__[name]
+                if raw is object.__init__:
+                    return _NoopInit()
+                if raw is object.__setattr__ and isinstance(self.obj, ObjectValue):
+                    return _BoundGeneric(self.obj, "set")
+                if raw is object.__delattr__ and isinstance(self.obj, ObjectValue):
+                    return _BoundGeneric(self.obj, "del")
+                from .builder import wrap
+                cls_value = wrap(tx.ctx, objtype, None)
+                inst = None if isinstance(self.obj, ClassValue) else self.obj
+                return bind_attr(tx, raw, klass, name, inst, cls_value)
+        raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
+
+
+class _NoopInit(Value):
+    def call(self, tx, args, kwargs):
+        return ConstantValue(None)
+
+
+class _BoundGeneric(Value):
+    def __init__(self, obj, kind):
+        super().__init__()
+        self.obj, self.kind = obj, kind
+
+    def call(self, tx, args, kwargs):
+        name = args[0].as_python_constant()
+        if self.kind == "set":
+            self.obj.generic_setattr(tx, name, args[1])
+        else:
+            self.obj.generic_delattr(tx, name)
+        return ConstantValue(None)
 
 
 def wrap_object(ctx, obj, source):

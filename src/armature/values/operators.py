@@ -9,7 +9,7 @@ import operator
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported
-from .base import Value
+from .base import Value, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
 from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
 from .tensor import TensorValue, graph_call
@@ -26,6 +26,7 @@ def _fold(op: Callable, *args):
 
 
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
+    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         if op in _INPLACE and isinstance(a, TensorValue):
             graph_call(tx, "call_function", op, [a, b], {})
@@ -50,7 +51,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         seq, n = (a, b) if isinstance(a, _Sequence) else (b, a)
         if isinstance(seq, _Sequence) and isinstance(n, ConstantValue) and isinstance(n.value, int):
             if isinstance(seq, ListValue) and op is operator.imul and seq is a:
-                seq._check_mutable("list *=")
+                seq._check_mutable(tx)
                 seq.items[:] = seq.items * n.value
                 return seq
             return type(seq)(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
@@ -66,6 +67,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
 
 
 def unary_op(tx, op: Callable, a: Value) -> Value:
+    a = realize(tx.ctx, a)
     if op is operator.not_:
         return ConstantValue(not a.truth(tx))
     if isinstance(a, TensorValue):
@@ -76,6 +78,7 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
 
 
 def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
+    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         return graph_call(tx, "call_function", op, [a, b], {})
     if op in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
@@ -89,6 +92,7 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
 def is_same(tx, a: Value, b: Value) -> bool:
     """``a is b``.  The builder wraps each real object once per trace, so two
     distinct non-constant Values are two distinct objects."""
+    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b:
         return True
     ca, cb = a.is_python_constant(), b.is_python_constant()
@@ -104,6 +108,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
 
 
 def values_equal(tx, a: Value, b: Value) -> bool:
+    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b and not isinstance(a, TensorValue):
         return True
     if a.is_python_constant() and b.is_python_constant():
@@ -123,6 +128,7 @@ def values_equal(tx, a: Value, b: Value) -> bool:
 
 
 def contains(tx, item: Value, container: Value) -> bool:
+    item, container = realize(tx.ctx, item), realize(tx.ctx, container)
     if isinstance(container, DictValue):
         return container.method(tx, "__contains__", [item], {}).value
     if isinstance(container, _Sequence):
@@ -138,6 +144,7 @@ def contains(tx, item: Value, container: Value) -> bool:
 
 
 def getitem(tx, obj: Value, index: Value) -> Value:
+    obj, index = realize(tx.ctx, obj), realize(tx.ctx, index)
     if isinstance(obj, TensorValue):
         return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
     if hasattr(obj, "getitem"):

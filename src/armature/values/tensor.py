@@ -102,7 +102,7 @@ class TensorValue(Value):
 
     def truth(self, tx):
         raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
-                          hint="graph breaks are not supported yet; use torch.where or move the branch "
+                          hint="without fullgraph the frame is split here (a graph break); use torch.where or torch.cond, or move the branch "
                                "out of the compiled function")
 
     def __repr__(self):
@@ -130,7 +130,7 @@ class TensorMethodValue(Value):
         name, t = self.name, self.tensor
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
-                              hint="graph breaks are not supported yet; move it out of the compiled function")
+                              hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
         if name in META_METHODS:
             from .containers import unwrap_constants
             a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
@@ -141,6 +141,10 @@ class TensorMethodValue(Value):
         if _is_inplace_method(name):
             return t
         return result
+
+    def reconstruct(self, out):
+        out.reconstruct(self.tensor)
+        out.instr("LOAD_ATTR", self.name)
 
     def __repr__(self):
         return f"<method Tensor.{self.name} of {self.tensor}>"
@@ -157,6 +161,9 @@ def _is_inplace_method(name: str) -> bool:
 def to_graph_arg(v: Value) -> tuple[Any, Any]:
     """(node-side argument, fake-side argument) for a Value passed to an op."""
     from .containers import DictValue, ListValue, SliceValue, TupleValue
+    from .base import LazyValue
+    if type(v) is LazyValue:
+        v = v.realize()
     if isinstance(v, TensorValue):
         return v.node, v.fake
     if isinstance(v, ConstantValue):

@@ -163,6 +163,18 @@ class GradModeValue(Value):
             return _CtxMethod(self, name)
         raise Unsupported(f"attribute {name!r} of {self.cls.__name__}")
 
+    def reconstruct(self, out):
+        if self.prev is None:  # not entered yet: a fresh context object
+            out.instr("PUSH_NULL")
+            out.load_const(self.cls)
+            if self.cls is torch.set_grad_enabled:
+                out.load_const(self.target)
+                out.call(1)
+            else:
+                out.call(0)
+            return
+        raise Unsupported(f"a {self.cls.__name__} context object that is already active")
+
 
 class _CtxMethod(Value):
     def __init__(self, ctxval, name):
@@ -171,6 +183,14 @@ class _CtxMethod(Value):
 
     def call(self, tx, args, kwargs):
         return self.ctxval.enter(tx) if self.name == "__enter__" else self.ctxval.exit(tx)
+
+    def reconstruct(self, out):
+        # The ``__exit__`` left on the stack by a ``with`` block that a graph
+        # break splits: leaving the block must restore the mode from before it.
+        from ..runtime import replay
+        if self.name != "__exit__" or self.ctxval.prev is None:
+            raise Unsupported(f"rebuilding {self.ctxval.cls.__name__}.{self.name}")
+        out.call_helper(replay.grad_mode_exit, self.ctxval.cls, self.ctxval.prev, self.ctxval.target, pop=False)
 
 
 class GradModeClassValue(Value):

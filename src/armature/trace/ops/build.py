@@ -1,7 +1,7 @@
 """BUILD_*, *_APPEND/EXTEND/UPDATE/MERGE, UNPACK_*, FORMAT_VALUE."""
 from __future__ import annotations
 
-from ...diagnostics.errors import Unsupported
+from ...diagnostics.errors import Unsupported, user_error
 from ...values.constant import ConstantValue
 from ...values.containers import DictValue, ListValue, SliceValue, TupleValue, _key
 from ..pyversion import opcode
@@ -9,24 +9,24 @@ from ..pyversion import opcode
 
 @opcode("BUILD_TUPLE")
 def build_tuple(f, inst):
-    f.push(TupleValue(f.popn(inst.arg)))
+    f.push(TupleValue(f.popn(inst.arg, raw=True)))
 
 
 @opcode("BUILD_LIST")
 def build_list(f, inst):
-    f.push(ListValue(f.popn(inst.arg)))
+    f.push(ListValue(f.popn(inst.arg, raw=True)))
 
 
 @opcode("BUILD_MAP")
 def build_map(f, inst):
-    flat = f.popn(2 * inst.arg)
+    flat = f.popn(2 * inst.arg, raw=True)
     f.push(DictValue({_key(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
 
 
 @opcode("BUILD_CONST_KEY_MAP")
 def build_const_key_map(f, inst):
     keys = f.pop().as_python_constant()
-    values = f.popn(inst.arg)
+    values = f.popn(inst.arg, raw=True)
     f.push(DictValue(dict(zip(keys, values))))
 
 
@@ -66,7 +66,7 @@ def format_value(f, inst):
 
 @opcode("LIST_APPEND")
 def list_append(f, inst):
-    v = f.pop()
+    v = f.pop_raw()
     f.stack[-inst.arg].items.append(v)
 
 
@@ -83,7 +83,7 @@ def list_to_tuple(f, inst):
 
 @opcode("MAP_ADD")
 def map_add(f, inst):
-    value = f.pop()
+    value = f.pop_raw()
     key = f.pop()
     f.stack[-inst.arg].items[_key(key)] = value
 
@@ -97,7 +97,7 @@ def dict_update(f, inst):
     if inst.opname == "DICT_MERGE":
         dup = set(target.items) & set(other.items)
         if dup:
-            raise Unsupported(f"TypeError: got multiple values for keyword argument {sorted(dup)[0]!r}")
+            raise user_error(TypeError, f"got multiple values for keyword argument {sorted(dup)[0]!r}")
     target.items.update(other.items)
 
 
@@ -105,7 +105,7 @@ def dict_update(f, inst):
 def unpack_sequence(f, inst):
     items = f.iterate(f.pop())
     if len(items) != inst.arg:
-        raise Unsupported(f"ValueError: expected {inst.arg} values to unpack, got {len(items)}")
+        raise user_error(ValueError, f"expected {inst.arg} values to unpack, got {len(items)}")
     for v in reversed(items):
         f.push(v)
 
@@ -115,7 +115,7 @@ def unpack_ex(f, inst):
     before, after = inst.arg & 0xFF, inst.arg >> 8
     items = f.iterate(f.pop())
     if len(items) < before + after:
-        raise Unsupported("ValueError: not enough values to unpack")
+        raise user_error(ValueError, f"not enough values to unpack")
     star = ListValue(items[before:len(items) - after])
     out = items[:before] + [star] + items[len(items) - after:]
     for v in reversed(out):

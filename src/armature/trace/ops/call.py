@@ -27,7 +27,7 @@ def precall(f, inst):
 @opcode("CALL")
 def call(f, inst):
     n = inst.arg
-    args = f.popn(n)
+    args = f.popn(n, raw=True)
     b = f.pop()
     a = f.pop()
     if a is NULL:

@@ -14,7 +14,7 @@ def nop(f, inst):
 
 @opcode("RETURN_VALUE")
 def return_value(f, inst):
-    f.return_value = f.pop()
+    f.return_value = f.pop_raw()
 
 
 @opcode("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")

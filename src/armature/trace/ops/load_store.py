@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 
-from ...diagnostics.errors import Unsupported
+from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import BuiltinSource, global_source
 from ...values.base import NULL
@@ -26,7 +26,7 @@ def load_fast(f, inst):
 
 @opcode("STORE_FAST")
 def store_fast(f, inst):
-    f.locals[inst.argval] = f.pop()
+    f.locals[inst.argval] = f.pop_raw()
 
 
 @opcode("DELETE_FAST")
@@ -44,6 +44,12 @@ def load_global_value(f, name: str):
     g = f.f_globals
     ctx = f.ctx
     trusted = _is_torch_internal(g) and not ctx.config.guard_torch_internals
+    pending = ctx.effects.pending_global(g, name)
+    if pending is not None:
+        from ...effects import DELETED
+        if pending is DELETED:
+            raise user_error(NameError, f"name {name!r} is not defined")
+        return pending
     if name in g:
         src = global_source(g, name, own=g is ctx.fn.__globals__)
         obj = g[name]
@@ -55,7 +61,7 @@ def load_global_value(f, name: str):
     b = g.get("__builtins__", builtins.__dict__)
     bdict = b if isinstance(b, dict) else b.__dict__
     if name not in bdict:
-        raise Unsupported(f"NameError: name {name!r} is not defined")
+        raise user_error(NameError, f"name {name!r} is not defined")
     if not trusted:
         ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"{name!r} not in ___G",
                              consts={"___G": g}))
@@ -69,10 +75,15 @@ def load_global(f, inst):
     f.push(load_global_value(f, inst.argval))
 
 
-@opcode("STORE_GLOBAL", "DELETE_GLOBAL")
+@opcode("STORE_GLOBAL")
 def store_global(f, inst):
-    raise Unsupported(f"writing the global {inst.argval!r}",
-                      hint="side effects on globals are not replayed yet")
+    f.ctx.effects.store_global(f.f_globals, inst.argval, f.pop())
+
+
+@opcode("DELETE_GLOBAL")
+def delete_global(f, inst):
+    load_global_value(f, inst.argval)  # NameError if it does not exist
+    f.ctx.effects.store_global(f.f_globals, inst.argval, None)
 
 
 @opcode("LOAD_ATTR")
@@ -91,14 +102,16 @@ def load_method(f, inst):
 @opcode("STORE_ATTR")
 def store_attr(f, inst):
     obj = f.pop()
-    value = f.pop()
+    value = f.pop_raw()
     obj.setattr(f, inst.argval, value)
 
 
 @opcode("DELETE_ATTR")
 def delete_attr(f, inst):
-    raise Unsupported(f"deleting attribute {inst.argval!r}",
-                      hint="side effects on objects are not replayed yet")
+    obj = f.pop()
+    if not hasattr(obj, "delattr"):
+        raise Unsupported(f"deleting attribute {inst.argval!r} of {obj}")
+    obj.delattr(f, inst.argval)
 
 
 @opcode("BINARY_SUBSCR")
@@ -114,7 +127,7 @@ def store_subscr(f, inst):
     from ...values.tensor import TensorValue, graph_call
     index = f.pop()
     obj = f.pop()
-    value = f.pop()
+    value = f.pop_raw()
     if isinstance(obj, TensorValue):
         graph_call(f, "call_function", operator.setitem, [obj, index, value], {})
         return
@@ -166,16 +179,17 @@ def load_deref(f, inst):
 
 @opcode("STORE_DEREF")
 def store_deref(f, inst):
-    _cell(f, inst.argval).set(f, f.pop())
+    _cell(f, inst.argval).set(f, f.pop_raw())
 
 
 @opcode("DELETE_DEREF")
 def delete_deref(f, inst):
     cell = _cell(f, inst.argval)
-    if isinstance(cell, RealCellValue):
-        raise Unsupported("deleting a nonlocal of a function defined outside the frame")
     cell.get(f, inst.argval)
-    cell.contents = CellValue.EMPTY
+    if isinstance(cell, RealCellValue):
+        cell.set(f, None)
+    else:
+        cell.contents = CellValue.EMPTY
 
 
 @opcode("LOAD_CLOSURE")

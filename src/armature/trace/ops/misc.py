@@ -6,7 +6,7 @@ from ..pyversion import opcode
 
 @opcode("POP_TOP")
 def pop_top(f, inst):
-    f.pop()
+    f.pop_raw()
 
 
 @opcode("COPY")

@@ -1,9 +1,16 @@
-"""``with`` blocks: BEFORE_WITH pushes ``__exit__`` and ``__enter__()``'s
-result; the normal exit path calls ``__exit__(None, None, None)`` as an
-ordinary CALL.  The exceptional path is never taken while tracing."""
+"""``with`` blocks and exception handling.
+
+BEFORE_WITH pushes ``__exit__`` and ``__enter__()``'s result; the normal
+exit path calls ``__exit__(None, None, None)`` as an ordinary CALL.
+Exceptions the traced program raises are routed by Frame._handle_exception
+through the exception table to these handlers, which follow CPython 3.11's
+stack discipline exactly.
+"""
 from __future__ import annotations
 
-from ...diagnostics.errors import Unsupported
+from ...diagnostics.errors import Unsupported, UserException
+from ...values.constant import ConstantValue
+from ...values.exceptions import ExceptionValue
 from ..pyversion import opcode
 
 
@@ -16,8 +23,84 @@ def before_with(f, inst):
     f.push(enter.call(f, [], {}))
 
 
-@opcode("PUSH_EXC_INFO", "POP_EXCEPT", "WITH_EXCEPT_START", "CHECK_EXC_MATCH", "RERAISE",
-        "RAISE_VARARGS")
-def exceptions(f, inst):
-    raise Unsupported(f"exception handling ({inst.opname})",
-                      hint="raising or catching exceptions inside compiled code is modelled in a later milestone")
+@opcode("PUSH_EXC_INFO")
+def push_exc_info(f, inst):
+    exc = f.pop()
+    f.push(f.exc_stack[-1] if f.exc_stack else ConstantValue(None))
+    f.push(exc)
+    f.exc_stack.append(exc)
+
+
+@opcode("POP_EXCEPT")
+def pop_except(f, inst):
+    f.pop()
+    if f.exc_stack:
+        f.exc_stack.pop()
+
+
+@opcode("CHECK_EXC_MATCH")
+def check_exc_match(f, inst):
+    right = f.pop().as_python_constant()
+    left = f.stack[-1]
+    f.push(ConstantValue(issubclass(left.python_type(), right)))
+
+
+def _as_exception(f, v) -> ExceptionValue:
+    if isinstance(v, ExceptionValue):
+        return v
+    from ...values.objects import ClassValue
+    if isinstance(v, ClassValue) and issubclass(v.cls, BaseException):
+        exc = v.call(f, [], {})
+        if isinstance(exc, ExceptionValue):
+            return exc
+    raise Unsupported(f"raising {v}")
+
+
+def _raise(v: ExceptionValue):
+    raise UserException(v.cls, *[a.as_python_constant() if a.is_python_constant() else a for a in v.args], value=v)
+
+
+@opcode("RAISE_VARARGS")
+def raise_varargs(f, inst):
+    if inst.arg == 0:
+        if not f.exc_stack:
+            raise Unsupported("RuntimeError: No active exception to reraise")
+        _raise(f.exc_stack[-1])
+    if inst.arg == 2:
+        f.pop()  # the cause: not modelled beyond being accepted
+    _raise(_as_exception(f, f.pop()))
+
+
+@opcode("RERAISE")
+def reraise(f, inst):
+    exc = f.pop()
+    if inst.arg:
+        f.pop()
+    _raise(_as_exception(f, exc))
+
+
+@opcode("WITH_EXCEPT_START")
+def with_except_start(f, inst):
+    exc = f.stack[-1]
+    exit_fn = f.stack[-4]
+    from ...values.builder import wrap
+    typ = wrap(f.ctx, exc.python_type(), None)
+    f.push(exit_fn.call(f, [typ, exc, ConstantValue(None)], {}))
+
+
+@opcode("LOAD_ASSERTION_ERROR")
+def load_assertion_error(f, inst):
+    from ...values.builder import wrap
+    f.push(wrap(f.ctx, AssertionError, None))
+
+
+@opcode("RETURN_GENERATOR")
+def return_generator(f, inst):
+    # Only reached when a GeneratorValue first resumes its frame: the value
+    # "sent" to start a generator is None, which the next POP_TOP discards.
+    f.push(ConstantValue(None))
+
+
+@opcode("YIELD_VALUE")
+def yield_value(f, inst):
+    f.yielded = f.pop_raw()

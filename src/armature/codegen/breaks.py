@@ -1,0 +1,225 @@
+"""Splitting a frame at a graph break.
+
+The transformed function of a split frame: call the graph of everything
+before the break; read the live stack, locals and cells into temporaries and
+write back side effects (codegen/exit.py); restore the grad mode the trace
+had reached; push the stack and run the breaking instruction natively; then
+hand the rest of the frame to a resume function.  The hand-off is a tail
+call (a TailCall returned to the dispatcher), so a loop that breaks on every
+iteration does not nest Python frames.
+"""
+from __future__ import annotations
+
+import dis
+import types
+
+from bytecode import BinaryOp, Compare, Instr, Label
+
+from ..trace.frame import Frame, exception_table_of, handler_for
+from ..values.base import NULL, LazyValue, Value
+from .emitter import Emitter
+from .exit import emit_grad_mode, emit_side_effects, push_stack
+
+
+class BreakNotPossible(Exception):
+    pass
+
+
+# (pops, pushes) of the instructions a break may run natively, per opcode.
+# Callables take the instruction's arg.  Jumps are handled separately.
+_STACK_EFFECT = {
+    "CALL": lambda a: (a + 2, 1),
+    "CALL_FUNCTION_EX": lambda a: (3 + (a & 1), 1),
+    "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1), "IS_OP": (2, 1),
+    "CONTAINS_OP": (2, 1), "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0),
+    "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0), "DELETE_ATTR": (1, 0),
+    "UNARY_NEGATIVE": (1, 1), "UNARY_POSITIVE": (1, 1), "UNARY_INVERT": (1, 1), "UNARY_NOT": (1, 1),
+    "GET_ITER": (1, 1), "FORMAT_VALUE": lambda a: (1 + bool(a & 0x04), 1),
+    "UNPACK_SEQUENCE": lambda a: (1, a), "UNPACK_EX": lambda a: (1, (a & 0xFF) + (a >> 8) + 1),
+    "BEFORE_WITH": (1, 2), "LIST_EXTEND": (1, 0), "LIST_APPEND": (1, 0), "SET_UPDATE": (1, 0),
+    "SET_ADD": (1, 0), "DICT_UPDATE": (1, 0), "DICT_MERGE": (1, 0), "MAP_ADD": (2, 0),
+    "IMPORT_NAME": (2, 1), "IMPORT_FROM": (0, 1), "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0),
+    "BUILD_STRING": lambda a: (a, 1), "RAISE_VARARGS": lambda a: (a, 0),
+    "LOAD_GLOBAL": lambda a: (0, 1 + (a & 1)),
+}
+# conditional jumps: (pops when falling through, pops when jumping, pushes when falling through)
+_JUMPS = {
+    "POP_JUMP_FORWARD_IF_TRUE": (1, 1, 0), "POP_JUMP_BACKWARD_IF_TRUE": (1, 1, 0),
+    "POP_JUMP_FORWARD_IF_FALSE": (1, 1, 0), "POP_JUMP_BACKWARD_IF_FALSE": (1, 1, 0),
+    "POP_JUMP_FORWARD_IF_NONE": (1, 1, 0), "POP_JUMP_BACKWARD_IF_NONE": (1, 1, 0),
+    "POP_JUMP_FORWARD_IF_NOT_NONE": (1, 1, 0), "POP_JUMP_BACKWARD_IF_NOT_NONE": (1, 1, 0),
+    "JUMP_IF_TRUE_OR_POP": (1, 0, 0), "JUMP_IF_FALSE_OR_POP": (1, 0, 0),
+    "FOR_ITER": (0, 1, 1),
+}
+
+
+def _is_with_cleanup(code, entry) -> bool:
+    insts, index_of = _insts(code)
+    i = index_of.get(entry.target)
+    return i is not None and insts[i].opname == "PUSH_EXC_INFO" and i + 1 < len(insts) \
+        and insts[i + 1].opname == "WITH_EXCEPT_START"
+
+
+def _insts(code):
+    from ..trace.frame import instructions_of
+    return instructions_of(code)
+
+
+def is_breakable(frame: Frame, index: int) -> bool:
+    """Can the root frame be split before instruction ``index``?  Only where
+    no try/except or try/finally handler covers it: the native instruction
+    would run outside that handler.  ``with`` blocks are allowed."""
+    inst = frame.instructions[index]
+    if inst.opname not in _STACK_EFFECT and inst.opname not in _JUMPS:
+        return False
+    code = frame.code
+    entry = handler_for(code, inst.offset)
+    while entry is not None:
+        if not _is_with_cleanup(code, entry):
+            return False
+        cleanup = handler_for(code, entry.target)   # the handler's own cleanup block
+        if cleanup is None:
+            return False
+        entry = handler_for(code, cleanup.target)
+    return True
+
+
+def _native_arg(inst: dis.Instruction, labels: dict):
+    name = inst.opname
+    if name in _JUMPS:
+        return labels
+    if name == "LOAD_GLOBAL":
+        return (bool(inst.arg & 1), inst.argval)
+    if name == "BINARY_OP":
+        return BinaryOp(inst.arg)
+    if name == "COMPARE_OP":
+        return Compare(inst.arg)
+    if inst.opcode in dis.hasname or inst.opcode in dis.hasconst:
+        return inst.argval
+    return inst.arg
+
+
+class _Wrapped(Value):
+    """A callable on the stack replaced by its compiled wrapper, so a callee
+    whose own trace broke still gets its parts compiled."""
+
+    def __init__(self, wrapper, bound_self: Value | None = None):
+        super().__init__()
+        self.wrapper, self.bound_self = wrapper, bound_self
+
+    def reconstruct(self, out):
+        if self.bound_self is None:
+            out.load_const(self.wrapper)
+            return
+        out.instr("PUSH_NULL")
+        out.load_const(types.MethodType)
+        out.load_const(self.wrapper)
+        out.reconstruct(self.bound_self)
+        out.call(2)
+
+
+def _compiled_callee(tx, value: Value, backend) -> Value:
+    from ..runtime.wrappers import compiled_wrapper_for
+    from ..values.functions import BoundMethodValue, UserFunctionValue
+    from ..values.modules import ModuleValue
+    if isinstance(value, ModuleValue) and value.source is not None:
+        mod = value.mod
+        if type(mod).__call__ is not __import__("torch").nn.Module.__call__:
+            return value
+        value.check_no_hooks(tx)
+        value = value.getattr(tx, "forward")
+    if isinstance(value, UserFunctionValue):
+        return _Wrapped(compiled_wrapper_for(value.fn, backend))
+    if isinstance(value, BoundMethodValue) and isinstance(value.func, UserFunctionValue):
+        return _Wrapped(compiled_wrapper_for(value.func.fn, backend), value.obj)
+    return value
+
+
+def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -> None:
+    from ..runtime.wrappers import TailCall, resume_function_for
+    inst = frame.instructions[frame.break_at]
+    code = frame.code
+    stack = list(frame.stack)
+    if inst.opname == "CALL" and from_callee:
+        n = inst.arg
+        pos = len(stack) - n - 2
+        if stack[pos] is NULL:
+            stack[pos + 1] = _compiled_callee(frame, stack[pos + 1], backend)
+        else:
+            stack[pos] = _compiled_callee(frame, stack[pos], backend)
+
+    # (a resume function's own ___stack arguments only fed its prologue)
+    from .resume import CELL_ARG, origin_of
+    base_code, to_orig = origin_of(code)
+    if to_orig is None:
+        local_names = tuple(n for n in code.co_varnames if n in frame.locals)
+        cell_names = tuple(code.co_cellvars) + tuple(code.co_freevars)
+        cell_values = [frame.cells[c] for c in cell_names]
+    else:  # a resume function: its cells are the ___cell_* arguments
+        cell_names = tuple(base_code.co_cellvars) + tuple(base_code.co_freevars)
+        local_names = tuple(n for n in code.co_varnames if n in frame.locals
+                            and not n.startswith(("___stack", "___cell_")))
+        try:
+            cell_values = [frame.locals[CELL_ARG.format(c)] for c in cell_names]
+        except KeyError as e:
+            raise BreakNotPossible(f"cell {e} is not available") from e
+    stack_vals = [v for v in stack if v is not NULL]
+    preload = stack_vals + [frame.locals[n] for n in local_names] + cell_values
+    try:
+        temps = emit_side_effects(ctx, out, preload)
+    except Exception as e:  # a live value cannot be rebuilt
+        raise BreakNotPossible(str(e)) from e
+    it = iter(temps)
+    stack_t = [NULL if v is NULL else next(it) for v in stack]
+    rest = list(it)
+    local_t, cell_t = rest[:len(local_names)], rest[len(local_names):]
+    emit_grad_mode(ctx, out)
+    push_stack(out, stack_t)
+    null_mask = [v is NULL for v in stack]
+
+    def hand_off(target_offset: int, mask: list[bool]) -> None:
+        # The stack now holds len(mask) items: save them, then tail-call.
+        saved = []
+        for is_null in reversed(mask):
+            if is_null:
+                out.instr("POP_TOP")
+                saved.append(None)
+            else:
+                t = out.new_temp()
+                out.instr("STORE_FAST", t.name)
+                saved.append(t)
+        saved.reverse()
+        if to_orig is not None:
+            target_offset = to_orig[target_offset]
+        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(mask), local_names,
+                                     cell_names, backend)
+        operands = [resume] + [t for t in saved if t is not None] + local_t + cell_t
+        out.call_helper(TailCall, *operands, pop=False)
+        out.instr("RETURN_VALUE")
+
+    name = inst.opname
+    insts, index_of = _insts(code)
+    next_offset = insts[frame.break_at + 1].offset if frame.break_at + 1 < len(insts) else None
+    if name in _JUMPS:
+        fall_pops, jump_pops, fall_pushes = _JUMPS[name]
+        target = Label()
+        native = name.replace("BACKWARD", "FORWARD")
+        out.instr(native, target)
+        hand_off(next_offset, null_mask[:len(null_mask) - fall_pops] + [False] * fall_pushes)
+        out.append(target)
+        hand_off(inst.argval, null_mask[:len(null_mask) - jump_pops])
+        return
+    effect = _STACK_EFFECT[name]
+    pops, pushes = effect(inst.arg) if callable(effect) else effect
+    if name == "CALL":
+        if frame.kw_names:
+            out.instr("KW_NAMES", tuple(frame.kw_names))
+        out.instr("PRECALL", inst.arg)
+    if name == "LOAD_GLOBAL":
+        after = null_mask + ([True, False] if inst.arg & 1 else [False])
+    else:
+        after = null_mask[:len(null_mask) - pops] + [False] * pushes
+    out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
+    if name == "RAISE_VARARGS":
+        return
+    hand_off(next_offset, after)

@@ -1,0 +1,117 @@
+"""Resume functions: the rest of a frame after a graph break.
+
+A resume function is a new code object: the original bytecode, with a
+prologue that pushes the saved stack (NULLs where the frame had them) and
+jumps to the break's continuation.  Its arguments are the saved stack, the
+live locals and the frame's cells; reads and writes of closure variables are
+rewritten to go through those cell objects, so closures made before the
+break keep sharing them.  Resume functions are cached by (code, offset,
+layout) and compiled like any function on their first call.
+"""
+from __future__ import annotations
+
+import functools
+import types
+
+from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
+
+from ..trace.frame import instructions_of
+
+STACK_ARG = "___stack{}"
+CELL_ARG = "___cell_{}"
+
+
+@functools.lru_cache(maxsize=1024)
+def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple[bool, ...],
+                      local_names: tuple[str, ...], cell_names: tuple[str, ...]) -> types.CodeType:
+    bc = Bytecode.from_code(code)
+    insts, index_of = instructions_of(code)
+    real = [i for i, item in enumerate(bc) if isinstance(item, Instr)]
+    target_pos = real[index_of[target_offset]]
+    label = Label()
+    items = list(bc)
+    items.insert(target_pos, label)
+
+    body = []
+    expansion = []  # new instructions per original instruction, in order
+    for item in items:
+        if isinstance(item, Instr):
+            new = _rewrite_cells(item)
+            expansion.append(len(new))
+            body.extend(new)
+        else:
+            body.append(item)
+
+    lineno = code.co_firstlineno
+    prologue = [Instr("RESUME", 0, lineno=lineno)]
+    argnames = []
+    for i, is_null in enumerate(null_mask):
+        if is_null:
+            prologue.append(Instr("PUSH_NULL", lineno=lineno))
+        else:
+            name = STACK_ARG.format(i)
+            argnames.append(name)
+            prologue.append(Instr("LOAD_FAST", name, lineno=lineno))
+    prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
+    argnames += list(local_names) + [CELL_ARG.format(c) for c in cell_names]
+
+    out = Bytecode(prologue + body)
+    out.name = f"__resume_{code.co_name}_at_{target_offset}"
+    out.qualname = f"{code.co_qualname}.<resume at {target_offset}>"
+    out.filename = code.co_filename
+    out.first_lineno = lineno
+    out.argnames = argnames
+    out.argcount = len(argnames)
+    out.posonlyargcount = 0
+    out.kwonlyargcount = 0
+    out.flags = CompilerFlags.OPTIMIZED | CompilerFlags.NEWLOCALS
+    out.cellvars = []
+    out.freevars = []
+    new_code = out.to_code()
+    # Map the new code's offsets back to the original's, so that a break in
+    # a resume function resumes the *original* code (no resume-of-resume).
+    new_insts = [i for i in _dis_insts(new_code)]
+    pos = len(prologue)
+    offsets = {}
+    for orig, n in zip(insts, expansion):
+        if n:
+            offsets[new_insts[pos].offset] = orig.offset
+        pos += n
+    ORIGIN[new_code] = (code, offsets)
+    return new_code
+
+
+#: resume code -> (original code, {resume offset: original offset})
+ORIGIN: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
+
+
+def _dis_insts(code):
+    import dis
+    return [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+
+
+def origin_of(code: types.CodeType):
+    """(original code, offset translation) of a possibly-resume code object."""
+    entry = ORIGIN.get(code)
+    if entry is None:
+        return code, None
+    return entry
+
+
+def _rewrite_cells(ins: Instr) -> list:
+    """Closure-variable opcodes become operations on cell objects held in
+    ordinary locals (the resume function has no cells of its own)."""
+    name = ins.name
+    if name in ("MAKE_CELL", "COPY_FREE_VARS"):
+        return []
+    if name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"):
+        var = ins.arg.name if isinstance(ins.arg, (CellVar, FreeVar)) else ins.arg
+        cell = Instr("LOAD_FAST", CELL_ARG.format(var), location=ins.location)
+        if name == "LOAD_CLOSURE":
+            return [cell]
+        if name in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
+            return [cell, Instr("LOAD_ATTR", "cell_contents", location=ins.location)]
+        if name == "STORE_DEREF":
+            return [cell, Instr("STORE_ATTR", "cell_contents", location=ins.location)]
+        return [cell, Instr("DELETE_ATTR", "cell_contents", location=ins.location)]
+    return [ins]

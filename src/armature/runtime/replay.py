@@ -1,0 +1,115 @@
+"""Helpers that residual bytecode calls to write side effects back.
+
+Each does exactly one primitive operation with CPython's own semantics."""
+from __future__ import annotations
+
+import inspect
+import types
+
+
+
+def store_attr(obj, name, value):
+    object.__setattr__(obj, name, value)
+
+
+def store_type_attr(cls, name, value):
+    type.__setattr__(cls, name, value)
+
+
+def delete_attr(obj, name):
+    object.__delattr__(obj, name)
+
+
+def delete_type_attr(cls, name):
+    type.__delattr__(cls, name)
+
+
+def store_dict_item(obj, name, value):
+    obj.__dict__[name] = value
+
+
+def delete_dict_item(obj, name):
+    del obj.__dict__[name]
+
+
+def replace_instance_dict(obj, new):
+    obj.__dict__ = new
+
+
+def replace_list(lst, items):
+    lst[:] = items
+
+
+def replace_dict(d, keys, values):
+    d.clear()
+    d.update(zip(keys, values))
+
+
+def set_cell(cell, value):
+    cell.cell_contents = value
+
+
+def clear_cell(cell):
+    del cell.cell_contents
+
+
+def store_global(g, name, value):
+    g[name] = value
+
+
+def delete_global(g, name):
+    del g[name]
+
+
+def new_object(cls, names, values):
+    """An instance of a plain Python class created inside the traced frame,
+    rebuilt with its final attributes (stored as the primitive stores the
+    trace modelled: slots through their descriptors, the rest in __dict__)."""
+    obj = object.__new__(cls)
+    d = getattr(obj, "__dict__", None)
+    for n, v in zip(names, values):
+        desc = inspect.getattr_static(cls, n, None)
+        if type(desc).__name__ == "member_descriptor":
+            desc.__set__(obj, v)
+        else:
+            d[n] = v
+    return obj
+
+
+def list_iterator_at(seq, index):
+    it = iter(seq)
+    for _ in range(index):
+        next(it)
+    return it
+
+
+def make_cell(*value):
+    return types.CellType(*value)
+
+
+def make_function(code, f_globals, name, defaults, kwdefaults, closure):
+    """A function created inside the traced frame (MAKE_FUNCTION)."""
+    fn = types.FunctionType(code, f_globals, name, defaults, closure)
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    return fn
+
+
+def grad_mode_exit(cls, prev, mode):
+    """The bound ``__exit__`` of a grad-mode context entered inside a traced
+    region, rebuilt so that leaving the block restores ``prev``."""
+    obj = object.__new__(cls)
+    obj.prev = prev
+    obj.mode = mode
+    return obj.__exit__
+
+
+def advance_iterator(it, n):
+    for _ in range(n):
+        next(it)
+
+
+def iterator_sequence(it):
+    """The sequence a list/tuple/range iterator walks (for guards and
+    wrapping; allocation-free for list and tuple iterators)."""
+    return it.__reduce__()[1][0]

@@ -1,0 +1,1 @@
+"""Differential test corpus: armature.compile vs eager (see tests/helpers.py)."""

@@ -1,0 +1,1 @@
+"""Python-semantics corpus: standard library and pattern matching inside compiled frames."""
