@@ -7,9 +7,12 @@ from .api import CompiledFunction, CompiledModule, cache_entries, compile, reset
 from .backends import list_backends, register_backend
 from .diagnostics.errors import ArmatureError, Unsupported
 from .runtime.compile_frame import BackendCompilerFailed
+from .runtime.explain import ExplainOutput, explain
+from .runtime.markers import disable, graph_break
 
 __all__ = [
     "compile", "reset", "list_backends", "register_backend", "cache_entries", "config",
     "Unsupported", "ArmatureError", "BackendCompilerFailed", "CompiledFunction", "CompiledModule",
+    "explain", "ExplainOutput", "graph_break", "disable",
 ]
 __version__ = "0.1.0"

@@ -48,6 +48,8 @@ class Guard:
     #: for GLOBAL_STATE: the expression text (with its own constants)
     text: str | None = None
     consts: dict = field(default_factory=dict)
+    #: how a GLOBAL_STATE guard reads to users
+    label: str | None = None
 
     def key(self):
         exp = self.expected
@@ -100,11 +102,11 @@ class Guard:
         src = str(self.source) if self.source is not None else "<global state>"
         exp = self.expected
         if self.kind is Kind.TENSOR_MATCH:
-            return (f"{src}: Tensor {exp.cls.__name__} {str(exp.dtype).replace('torch.', '')} "
+            return (f"{src}: {exp.cls.__name__} {str(exp.dtype).replace('torch.', '')} "
                     f"{exp.device} size={list(exp.size)} stride={list(exp.stride)} "
                     f"requires_grad={exp.requires_grad}")
         if self.kind is Kind.GLOBAL_STATE:
-            return f"global state: {self.text}"
+            return f"global state: {self.label or self.text}"
         if self.kind is Kind.DISTINCT:
             return f"{', '.join(map(str, exp))} are distinct objects"
         if self.kind is Kind.ID_MATCH:

@@ -32,6 +32,7 @@ from ..trace.context import TraceContext
 from ..trace.frame import Frame
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
+from . import explain
 from .cache import CacheEntry
 
 log_graph = logs.artifact("graph")
@@ -126,9 +127,16 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
                 from_callee = bool(getattr(e, "from_callee", False))
-                brk = GraphBreak(e.what, e.location, list(e.user_stack))
+                what = e.what
+                if from_callee and len(e.user_stack) > 1:
+                    callee = e.user_stack[-2].func_name
+                    what = f"{callee}() could not be inlined: {e.what}"
+                brk = GraphBreak(what, e.user_stack[-1] if e.user_stack else None, list(e.user_stack))
                 if log_breaks.isEnabledFor(logging.DEBUG):
-                    log_breaks.debug("graph break in %s: %s", fn.__qualname__, e)
+                    loc = e.location
+                    where = f"{loc.filename}:{loc.lineno}: {loc.source_line}" if loc else "?"
+                    log_breaks.debug("graph break in %s at %s\n  reason: %s", fn.__qualname__, where,
+                                     e.what)
                 continue
             return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
         except BreakNotPossible as e:
@@ -140,8 +148,10 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
 
 def _fallback(fn, guards, reason: str, trace_time: float) -> CacheEntry:
     log_fallbacks.debug("running %s as plain Python: %s", fn.__qualname__, reason)
-    return CacheEntry(guard=build_guard_function(fn, guards), run=_run_original, guards=guards,
-                      fallback_reason=reason, trace_time_s=trace_time)
+    entry = CacheEntry(guard=build_guard_function(fn, guards), run=_run_original, guards=guards,
+                       fallback_reason=reason, trace_time_s=trace_time)
+    explain.record(entry)
+    return entry
 
 
 def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: GraphBreak | None) -> CacheEntry:
@@ -170,10 +180,12 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         buf = io.StringIO()
         dis.dis(run.__code__, file=buf)
         log_bytecode.debug("transformed bytecode of %s:\n%s", fn.__qualname__, buf.getvalue())
-    return CacheEntry(guard=guard_fn, run=run, guards=guards, graph_module=gm, compiled_graph=compiled,
-                      transformed_code=run.__code__, trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
-                      backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
-                      side_effects=ctx.effects.describe())
+    entry = CacheEntry(guard=guard_fn, run=run, guards=guards, graph_module=gm, compiled_graph=compiled,
+                       transformed_code=run.__code__, trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
+                       backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
+                       side_effects=ctx.effects.describe())
+    explain.record(entry)
+    return entry
 
 
 def _compile_graph(gm, graph, backend):

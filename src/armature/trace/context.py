@@ -42,10 +42,12 @@ class TraceContext:
         self.grad_enabled = self.initial_grad_enabled
         self._global_hooks_guarded = False
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
-                              consts={"___is_grad_enabled": torch.is_grad_enabled}))
+                              consts={"___is_grad_enabled": torch.is_grad_enabled},
+                              label=f"grad mode is {'enabled' if self.grad_enabled else 'disabled'}"))
         dd = torch.get_default_dtype()
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
-                              consts={"___default_dtype": torch.get_default_dtype, "___dd": dd}))
+                              consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},
+                              label=f"default dtype is {str(dd).replace('torch.', '')}"))
 
     def set_grad_enabled(self, mode: bool) -> None:
         """Switch grad mode for the rest of the trace and record the switch
@@ -69,7 +71,8 @@ class TraceContext:
         for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
                      "_global_backward_hooks", "_global_backward_pre_hooks"):
             self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"not ___{name}",
-                                  consts={f"___{name}": getattr(m, name)}))
+                                  consts={f"___{name}": getattr(m, name)},
+                                  label=f"no {name.strip('_').replace('_', ' ')} are registered"))
 
     def add_alias_guards(self) -> None:
         """If the graph mutates its inputs, distinct tensor inputs must stay

@@ -57,6 +57,21 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     from .tensor import TensorValue
 
     t = type(obj)
+    from ..runtime import markers
+    if obj is markers.graph_break:
+        return torch_ops.GraphBreakValue()
+    if getattr(obj, "__armature_disabled__", False) and callable(obj):
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return torch_ops.DisabledValue(obj, source)
+    from ..api import CompiledFunction
+    if isinstance(obj, CompiledFunction) and source is not None:
+        # a compiled function called from compiled code is simply inlined
+        from ..guards.sources import AttrSource
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        fn_v = wrap(ctx, obj._fn, AttrSource(source, "_fn"))
+        if obj._has_self:
+            return functions.BoundMethodValue(fn_v, wrap(ctx, obj._self, AttrSource(source, "_self")))
+        return fn_v
     from . import stdlib
     special = stdlib.wrap_special(ctx, obj, source)
     if special is not None:
@@ -109,8 +124,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
     if t is types.FunctionType:
-        if getattr(obj, "__armature_disabled__", False):
-            raise Unsupported(f"call to {obj.__qualname__}, which is marked armature.disable")
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):
             return torch_ops.TorchFunctionValue(obj, source)

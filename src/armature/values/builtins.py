@@ -321,3 +321,25 @@ def _print(tx, *args, **kwargs):
 @rule(id)
 def _id(tx, obj):
     raise Unsupported("id() depends on object identity at run time")
+
+
+@rule(super)
+def _super(tx, *args):
+    from .objects import SuperValue
+    if len(args) == 2:
+        start = args[0].as_python_constant()
+        return SuperValue(start, realize(tx.ctx, args[1]))
+    if args:
+        raise Unsupported("super() with one argument")
+    # zero-argument form: the compiler's __class__ cell and the first argument
+    code = tx.code
+    cell = tx.cells.get("__class__")
+    if cell is None or not code.co_argcount and not code.co_flags & 0x04:
+        raise user_error(RuntimeError, "super(): no arguments")
+    start = cell.get(tx, "__class__").as_python_constant()
+    first = code.co_varnames[0]
+    if first in tx.cells and first not in tx.locals:
+        obj = tx.cells[first].get(tx, first)
+    else:
+        obj = tx.load_local(first)
+    return SuperValue(start, realize(tx.ctx, obj))

@@ -130,7 +130,15 @@ def _index(v: Value, what: str) -> int:
 
 
 def _callable(tx, v: Value) -> bool:
-    return RULES[callable](tx, _r(tx, v)).as_python_constant()
+    """``callable(v)``: ``type(v)`` defines ``__call__``."""
+    from .functions import BoundMethodValue, _Function
+    v = _r(tx, v)
+    if isinstance(v, (_Function, BoundMethodValue, PartialValue, _StdCallable, ClassValue, BuiltinValue)):
+        return True
+    if isinstance(v, ConstantValue):
+        return callable(v.value)
+    t = v.python_type()
+    return any("__call__" in k.__dict__ for k in t.__mro__)
 
 
 def _wrap_scalar_or(ctx, obj, source) -> Value:
@@ -1416,6 +1424,8 @@ class OrderedDictValue(DictValue):
         if name == "copy":
             return OrderedDictValue(items)
         if name == "move_to_end":
+            if not 1 <= len(args) + len(kwargs) <= 2 or set(kwargs) - {"last"} or not args:
+                raise user_error(TypeError, "move_to_end() takes 1 or 2 arguments")
             self._check_mutable(tx)
             last = kwargs.get("last", args[1] if len(args) > 1 else ConstantValue(True))
             k = _key(args[0])
@@ -1428,6 +1438,8 @@ class OrderedDictValue(DictValue):
                 self.items = {k: v, **items}
             return ConstantValue(None)
         if name == "popitem":
+            if len(args) + len(kwargs) > 1 or set(kwargs) - {"last"}:
+                raise user_error(TypeError, "popitem() takes at most 1 argument")
             self._check_mutable(tx)
             last = kwargs.get("last", args[0] if args else ConstantValue(True))
             if not items:
@@ -1731,6 +1743,10 @@ class DequeValue(Value):
         items = self.items
         if kwargs:
             raise user_error(TypeError, f"deque.{name}() takes no keyword arguments")
+        lo, hi = _DEQUE_ARITY.get(name, (0, 0))
+        if not lo <= len(args) <= hi:
+            raise user_error(TypeError, f"deque.{name}() takes {lo if lo == hi else f'{lo} to {hi}'} "
+                             f"arguments ({len(args)} given)")
         if name in _DEQUE_MUTATORS:
             self._mutate(tx, f"deque.{name}()")
         if name == "append":
@@ -1816,6 +1832,9 @@ class DequeValue(Value):
 _DEQUE_MUTATORS = frozenset({"append", "appendleft", "pop", "popleft", "extend", "extendleft",
                              "rotate", "clear", "reverse", "insert", "remove"})
 _DEQUE_METHODS = _DEQUE_MUTATORS | {"copy", "count", "index", "__len__", "__contains__"}
+_DEQUE_ARITY = {"append": (1, 1), "appendleft": (1, 1), "extend": (1, 1), "extendleft": (1, 1),
+                "rotate": (0, 1), "count": (1, 1), "index": (1, 3), "insert": (2, 2), "remove": (1, 1),
+                "__contains__": (1, 1)}
 
 
 def _repr_for_error(v: Value) -> str:
@@ -1961,6 +1980,8 @@ class NamedTupleValue(TupleValue):
             return self._class_value(tx).getattr(tx, name)
         if name in ("count", "index") and raw is getattr(tuple, name):
             return BoundContainerMethod(self, name)
+        if self.source is not None and cls.__dictoffset__:
+            raise Unsupported(f"attribute {name!r} of a {cls.__name__} instance that has a __dict__")
         if raw is _MISSING:
             raise user_error(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
         from .objects import bind_attr, find_class_attr
@@ -2262,6 +2283,7 @@ _std_function(dataclasses.astuple, _astuple)
 
 
 def _wrap_missing(ctx, obj, source):
+    _guard(ctx, Kind.ID_MATCH, source, obj)
     return ConstantValue(obj)
 
 

@@ -230,3 +230,31 @@ def wrap_context_object(ctx, obj, source):
     if type(obj) in (torch.no_grad, torch.enable_grad):
         return GradModeValue(type(obj), type(obj) is torch.enable_grad)
     return None
+
+
+class GraphBreakValue(Value):
+    """``armature.graph_break``: calling it splits the frame."""
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported("armature.graph_break() was called", hint="remove the call to keep one graph")
+
+    def reconstruct(self, out):
+        from ..runtime.markers import graph_break
+        out.load_const(graph_break)
+
+
+class DisabledValue(Value):
+    """A function wrapped by ``armature.disable``: always runs natively."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported(f"call to {getattr(self.fn, '__qualname__', self.fn)}, which is marked "
+                          "armature.disable", hint="it runs as plain Python between two graphs")
+
+    def reconstruct(self, out):
+        if self.source is not None:
+            return self.source.emit(out)
+        out.load_const(self.fn)

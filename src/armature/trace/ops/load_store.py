@@ -64,7 +64,7 @@ def load_global_value(f, name: str):
         raise user_error(NameError, f"name {name!r} is not defined")
     if not trusted:
         ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"{name!r} not in ___G",
-                             consts={"___G": g}))
+                             consts={"___G": g}, label=f"builtin {name!r} is not shadowed by a global"))
     return wrap(ctx, bdict[name], None)
 
 

@@ -1,0 +1,111 @@
+"""``armature.explain(fn)(*args, **kwargs)``: run once and report what was
+captured, where the frame was split and why, and the guards."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+_recorders: list[list] = []
+
+
+def record(entry) -> None:
+    """Called by compile_frame for every new cache entry."""
+    for r in _recorders:
+        r.append(entry)
+
+
+@contextlib.contextmanager
+def recording():
+    entries: list = []
+    _recorders.append(entries)
+    try:
+        yield entries
+    finally:
+        _recorders.remove(entries)
+
+
+@dataclass
+class BreakReason:
+    reason: str
+    filename: str | None
+    lineno: int | None
+    source_line: str | None
+    user_stack: list = field(default_factory=list)
+
+    def __str__(self):
+        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+        line = f"\n      {self.source_line}" if self.source_line else ""
+        return f"{self.reason.splitlines()[0]}\n    at {where}{line}"
+
+
+@dataclass
+class ExplainOutput:
+    graphs: list
+    graph_count: int
+    graph_break_count: int
+    break_reasons: list[BreakReason]
+    ops_per_graph: list[int]
+    guards: list[list]
+    fallbacks: list[str]
+    compile_time_s: float
+    out: Any = None
+
+    def __str__(self):
+        lines = [f"Graph count: {self.graph_count}",
+                 f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {sum(self.ops_per_graph)}  (per graph: {self.ops_per_graph})",
+                 f"Compile time: {self.compile_time_s:.3f} s"]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            for i, r in enumerate(self.break_reasons, 1):
+                lines.append(f"  {i}. {r}")
+        if self.fallbacks:
+            lines.append("Ran as plain Python:")
+            for f in self.fallbacks:
+                lines.append(f"  - {f.splitlines()[0]}")
+        for i, gm in enumerate(self.graphs):
+            lines.append(f"Graph {i}:")
+            lines.extend("    " + line for line in gm.code.strip().splitlines())
+        n = sum(len(g) for g in self.guards)
+        lines.append(f"Guards ({n} in {len(self.guards)} entries):")
+        for i, gs in enumerate(self.guards):
+            for g in gs[:40]:
+                lines.append(f"  [{i}] {g.describe()}")
+            if len(gs) > 40:
+                lines.append(f"  [{i}] ... {len(gs) - 40} more")
+        return "\n".join(lines)
+
+
+def explain(fn, backend: str = "eager"):
+    """``explain(fn)(*args, **kwargs)`` compiles ``fn`` afresh, runs it once
+    and returns an ExplainOutput."""
+    from ..api import CompiledFunction, CompiledModule, compile as compile_
+
+    def run(*args, **kwargs) -> ExplainOutput:
+        target = fn
+        if isinstance(target, CompiledFunction):
+            target = target._fn if not target._has_self else target._fn.__get__(target._self)
+        if isinstance(target, CompiledModule):
+            target = target._orig_mod
+        compiled = compile_(target, backend=backend)
+        with recording() as entries:
+            out = compiled(*args, **kwargs)
+        graphs, ops, guards, reasons, fallbacks = [], [], [], [], []
+        total = 0.0
+        for e in entries:
+            total += e.compile_time_s
+            guards.append(list(e.guards))
+            if e.graph_module is not None:
+                graphs.append(e.graph_module)
+                ops.append(e.op_count)
+            if e.graph_break is not None:
+                b = e.graph_break
+                loc = b.location
+                reasons.append(BreakReason(b.reason, loc.filename if loc else None, loc.lineno if loc else None,
+                                           loc.source_line if loc else None, b.user_stack))
+            if e.fallback_reason:
+                fallbacks.append(e.fallback_reason)
+        return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out)
+
+    return run
