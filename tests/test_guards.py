@@ -469,19 +469,23 @@ def test_submodule_replaced():
     assert n_entries(cm) == 2
 
 
-def test_parameter_replaced():
-    m = Branchy()
-    cm = compiled(m)
-    x = rand(2, 3)
-    run(cm, m, x)
-    # Parameters are graph inputs: one with the same metadata is just read.
-    m.l1.weight = nn.Parameter(torch.ones(3, 3))
-    run(cm, m, x)
-    assert n_entries(cm) == 1
-    m.l1.weight = nn.Parameter(torch.ones(3, 3), requires_grad=False)
-    m.l1.bias.requires_grad_(False)
-    run(cm, m, x)  # the output no longer requires grad, as in eager
-    assert n_entries(cm) == 2
+@pytest.mark.parametrize("mode", ["attributes", "inputs"])
+def test_parameter_replaced(mode):
+    with armature.config.patch(module_parameters=mode):
+        m = Branchy()
+        cm = compiled(m)
+        x = rand(2, 3)
+        run(cm, m, x)
+        m.l1.weight = nn.Parameter(torch.ones(3, 3))
+        run(cm, m, x)
+        # attributes: the graph holds the parameter object itself, so a new one
+        # recompiles; inputs: a parameter with the same metadata is just read.
+        assert n_entries(cm) == (2 if mode == "attributes" else 1)
+        before = n_entries(cm)
+        m.l1.weight = nn.Parameter(torch.ones(3, 3), requires_grad=False)
+        m.l1.bias.requires_grad_(False)
+        run(cm, m, x)  # the output no longer requires grad, as in eager
+        assert n_entries(cm) == before + 1
 
 
 class WithHelper(nn.Module):

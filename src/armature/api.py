@@ -127,33 +127,24 @@ class CompiledModule(torch.nn.Module):
         d["_armature_fullgraph"] = fullgraph
         d["_armature_forwards"] = {}
 
-    def _compiled_forward(self) -> CompiledFunction:
-        mod = self._orig_mod
-        patched = mod.__dict__.get("forward")
-        key = id(patched) if patched is not None else None
-        cf = self._armature_forwards.get(key)
+    def _compiled_call(self) -> CompiledFunction:
+        cf = self._armature_forwards.get("call")
         if cf is None:
-            if patched is not None:
-                fn = patched.__func__ if isinstance(patched, types.MethodType) else patched
-                has_self = isinstance(patched, types.MethodType)
-                cf = CompiledFunction(fn, self._armature_backend, self._armature_fullgraph,
-                                      bound_self=patched.__self__ if has_self else None, has_self=has_self)
-            else:
-                cf = CompiledFunction(type(mod).forward, self._armature_backend, self._armature_fullgraph,
-                                      bound_self=mod, has_self=True)
-            self._armature_forwards[key] = cf
+            cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
+                                  bound_self=self._orig_mod, has_self=True)
+            self._armature_forwards["call"] = cf
         return cf
 
     def __call__(self, *args, **kwargs):
-        mod = self._orig_mod
-        if (mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks
-                or self._forward_hooks or self._forward_pre_hooks or _global_hooks()):
-            # Hooks run exactly as eager: the module runs uncompiled.
-            return mod(*args, **kwargs)
-        return self._compiled_forward()(*args, **kwargs)
+        # The traced code is ``module(*args, **kwargs)``: nn.Module.__call__'s
+        # semantics (hooks, a forward patched on the instance) are traced
+        # and guarded, so hooks added after compiling invalidate the entry.
+        if self._forward_hooks or self._forward_pre_hooks:  # hooks on the wrapper itself
+            return torch.nn.Module.__call__(self, *args, **kwargs)
+        return self._compiled_call()(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        return self._compiled_forward()(*args, **kwargs)
+        return self._compiled_call()(*args, **kwargs)
 
     def train(self, mode: bool = True):
         self._orig_mod.train(mode)
@@ -187,6 +178,11 @@ class CompiledModule(torch.nn.Module):
 
     def extra_repr(self):
         return f"compiled {type(self._orig_mod).__name__}"
+
+
+def _module_call(self, *args, **kwargs):
+    """What a compiled module traces: a call of the original module."""
+    return self(*args, **kwargs)
 
 
 def _global_hooks() -> bool:

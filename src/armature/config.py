@@ -20,6 +20,15 @@ class Config:
     #: guard module globals that belong to torch itself (they never change in
     #: practice; guarding them costs on every call).
     guard_torch_internals: bool = False
+    #: how parameters and buffers of nn.Modules enter graphs:
+    #: "attributes" -- modules are guarded by identity and their parameters
+    #:   and buffers are get_attr nodes of the GraphModule (the same tensor
+    #:   objects): nothing to load per call, and backends see them as part of
+    #:   the graph.  Each module instance gets its own cache entry.
+    #: "inputs" -- modules are guarded by type only and parameters/buffers are
+    #:   graph inputs, so one compiled graph serves every instance of a class
+    #:   (e.g. one function called with many layers of the same kind).
+    module_parameters: str = "attributes"
 
 
 config = Config()
@@ -35,6 +44,9 @@ def _check(name: str, value: Any) -> None:
         raise TypeError(f"armature.config.{name} must be {expected.__name__}, got {value!r}")
     if name == "recompile_limit" and value < 1:
         raise ValueError("armature.config.recompile_limit must be >= 1")
+    if name == "module_parameters" and value not in ("attributes", "inputs"):
+        raise ValueError("armature.config.module_parameters must be 'attributes' or 'inputs', "
+                         f"got {value!r}")
 
 
 class _Patch(contextlib.ContextDecorator):

@@ -34,6 +34,7 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []
+        self.attrs: dict[str, torch.Tensor] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self._names: set[str] = set()
         self.op_count = 0
@@ -55,6 +56,18 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["val"] = fake
         self.inputs.append(GraphInput(node, real, source))
+        return node, fake
+
+    def add_attr(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
+        """A parameter or buffer of an identity-guarded module: a ``get_attr``
+        of the GraphModule, which holds the very same tensor object, so
+        backends may treat it as part of the graph (aot_autograd lifts it)."""
+        name = self._unique(_identifier(str(source)))
+        self.attrs[name] = real
+        node = self.graph.get_attr(name)
+        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["val"] = fake
         return node, fake
 
     def _unique(self, base: str) -> str:
@@ -95,7 +108,13 @@ class OutputGraph:
 
     def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         self.graph.output(tuple(outputs))
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="ArmatureGraph")
+        root = torch.nn.Module()
+        for name, t in self.attrs.items():
+            if isinstance(t, torch.nn.Parameter):
+                root.register_parameter(name, t)
+            else:
+                root.register_buffer(name, t)
+        gm = torch.fx.GraphModule(root, self.graph, class_name="ArmatureGraph")
         return gm
 
     def example_inputs(self) -> list[torch.Tensor]:

@@ -63,13 +63,11 @@ class TraceContext:
     def restore_global_state(self) -> None:
         torch._C._set_grad_enabled(self.initial_grad_enabled)
 
-    def guard_global_hooks(self) -> None:
-        if self._global_hooks_guarded:
-            return
-        self._global_hooks_guarded = True
+    def guard_global_hooks(self, only=None) -> None:
         m = torch.nn.modules.module
-        for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
-                     "_global_backward_hooks", "_global_backward_pre_hooks"):
+        names = only or ("_global_forward_hooks", "_global_forward_pre_hooks",
+                         "_global_backward_hooks", "_global_backward_pre_hooks")
+        for name in names:
             self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"not ___{name}",
                                   consts={f"___{name}": getattr(m, name)},
                                   label=f"no {name.strip('_').replace('_', ' ')} are registered"))

@@ -83,7 +83,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             raise Unsupported(f"tensor subclass {t.__qualname__}",
                               hint="tensor subclasses are on the roadmap; this frame runs eagerly")
         _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
-        node, fake = ctx.graph.add_input(obj, source)
+        from ..guards.sources import ModuleMemberSource
+        if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
+                and ctx.config.module_parameters == "attributes":
+            _guard(ctx, Kind.ID_MATCH, source, obj)
+            node, fake = ctx.graph.add_attr(obj, source)
+        else:
+            node, fake = ctx.graph.add_input(obj, source)
         return TensorValue(node, fake, cls=t, source=source)
     if t in _CONSTANT_TYPES:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)

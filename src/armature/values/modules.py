@@ -29,7 +29,10 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
         raise Unsupported("torch.jit.ScriptModule inside a compiled function",
                           hint="TorchScript modules run as they are; call them outside armature.compile")
     if source is not None:
-        ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
+        if ctx.config.module_parameters == "attributes":
+            ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
+        else:
+            ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
     return ModuleValue(mod, source)
 
 
@@ -61,12 +64,13 @@ class ModuleValue(Value):
         from .builder import wrap
         mod = self.mod
         d = mod.__dict__
+        from ..effects import DELETED
+        deleted = False
         if name in self.attrs:
-            from ..effects import DELETED
             v = self.attrs[name]
-            if v is DELETED:
-                raise user_error(AttributeError, f"{type(mod).__name__!r} object has no attribute {name!r}")
-            return v
+            if v is not DELETED:
+                return v
+            deleted = True  # deleted in this trace: the instance dict no longer has it
         cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
         # data descriptors on the class win over the instance dict
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
@@ -74,15 +78,17 @@ class ModuleValue(Value):
                 from .functions import UserFunctionValue
                 return UserFunctionValue(cls_attr.fget, None).call(tx, [self], {})
             raise Unsupported(f"descriptor {name!r} on {type(mod).__name__}")
-        if name in d:
+        if name in d and not deleted:
             src = AttrSource(self.source, name) if self.source is not None else None
             return wrap(tx.ctx, d[name], src)
+        if name in _MEMBER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name):
+            return _MemberIterMethod(self, name)
         for table in ("_parameters", "_buffers", "_modules"):
             t = d.get(table)
             if t is not None and name in t:
                 return self._member(tx, table, name, t[name])
         if cls_attr is not _MISSING:
-            if self.source is not None:
+            if self.source is not None and not deleted:
                 tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
             if isinstance(cls_attr, types.FunctionType):
                 from .functions import BoundMethodValue, UserFunctionValue
@@ -176,8 +182,11 @@ class ModuleValue(Value):
         if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)):
             items = self.unpack(tx)
             if isinstance(idx, slice):
-                raise Unsupported(f"slicing {type(mod).__name__}")
-            return items[idx]
+                return ModuleSliceValue(self, idx, items[idx])
+            try:
+                return items[idx]
+            except IndexError:
+                raise user_error(IndexError, f"index {idx} is out of range")
         if isinstance(mod, (torch.nn.ParameterList,)):
             return self.unpack(tx)[idx]
         if isinstance(mod, torch.nn.ParameterDict):
@@ -195,23 +204,221 @@ class ModuleValue(Value):
     def check_no_hooks(self, tx) -> None:
         mod = self.mod
         if any(getattr(mod, h, None) for h in _HOOK_DICTS) or _global_hooks():
-            raise Unsupported(f"{type(mod).__name__} has hooks installed",
-                              hint="module hooks inside compiled code are on the roadmap")
+            raise Unsupported(f"{type(mod).__name__} has hooks installed")
         if self.source is not None:
             for h in _HOOK_DICTS:
                 tx.ctx.guards.add(Guard(Kind.EMPTY, AttrSource(self.source, h)))
         tx.ctx.guard_global_hooks()
 
+    def _hooks(self, tx, table: str) -> list[tuple[int, Value]]:
+        """The hooks of one of the module's hook dicts, guarded: empty, or
+        the same keys and the same hook objects."""
+        d = getattr(self.mod, table)
+        if self.source is None:
+            if d:
+                raise Unsupported(f"hooks on a module without a source")
+            return []
+        src = AttrSource(self.source, table)
+        if not d:
+            tx.ctx.guards.add(Guard(Kind.EMPTY, src))
+            return []
+        from .builder import wrap
+        from ..guards.sources import ItemSource
+        tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, list(d)))
+        return [(k, wrap(tx.ctx, h, ItemSource(src, k))) for k, h in d.items()]
+
+    def _global_hooks(self, tx, name: str) -> list[tuple[int, Value]]:
+        d = getattr(torch.nn.modules.module, name)
+        from ..guards.sources import ItemSource, global_source
+        src = global_source(torch.nn.modules.module.__dict__, name, own=False)
+        if not d:
+            tx.ctx.guards.add(Guard(Kind.EMPTY, src))
+            return []
+        from .builder import wrap
+        tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, list(d)))
+        return [(k, wrap(tx.ctx, h, ItemSource(src, k))) for k, h in d.items()]
+
+    def _keys(self, tx, table: str) -> set:
+        """Keys of a with_kwargs/always_called dict, guarded."""
+        d = getattr(self.mod, table, {})
+        if self.source is not None:
+            tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(self.source, table), list(d)))
+        return set(d)
+
     def call(self, tx, args, kwargs):
+        """``nn.Module.__call__``: forward pre-hooks, forward, forward hooks,
+        in the order and with the result rules of ``Module._call_impl``."""
+        from .containers import TupleValue, DictValue
+        from .constant import ConstantValue
         mod = self.mod
-        if type(mod).__call__ is not torch.nn.Module.__call__:
-            raise Unsupported(f"custom __call__ of {type(mod).__name__}")
-        self.check_no_hooks(tx)
+        call = inspect.getattr_static(type(mod), "__call__")
+        if call is not torch.nn.Module.__call__:
+            if isinstance(call, types.FunctionType):
+                from .functions import UserFunctionValue
+                return UserFunctionValue(call, None).call(tx, [self, *args], kwargs)
+            raise Unsupported(f"the C __call__ of {type(mod).__name__}")
+        if self.source is not None:
+            for h in ("_backward_hooks", "_backward_pre_hooks"):
+                if getattr(mod, h):
+                    raise Unsupported(f"backward hooks on {type(mod).__name__}",
+                                      hint="backward hooks inside compiled code are not supported yet")
+                tx.ctx.guards.add(Guard(Kind.EMPTY, AttrSource(self.source, h)))
+        elif mod._backward_hooks or mod._backward_pre_hooks:
+            raise Unsupported(f"backward hooks on {type(mod).__name__}")
+        m = torch.nn.modules.module
+        for name in ("_global_backward_hooks", "_global_backward_pre_hooks"):
+            if getattr(m, name):
+                raise Unsupported("global module backward hooks")
+        tx.ctx.guard_global_hooks(only=("_global_backward_hooks", "_global_backward_pre_hooks"))
+
+        pre = self._global_hooks(tx, "_global_forward_pre_hooks") + self._hooks(tx, "_forward_pre_hooks")
+        if pre:
+            with_kwargs = self._keys(tx, "_forward_pre_hooks_with_kwargs")
+            for hook_id, hook in pre:
+                if hook_id in with_kwargs:
+                    res = hook.call(tx, [self, TupleValue(list(args)), DictValue(dict(kwargs))], {})
+                    if not _is_none(res):
+                        parts = tx.iterate(res) if res.python_type() is tuple else None
+                        if parts is None or len(parts) != 2:
+                            raise Unsupported("forward pre-hook must return None or (args, kwargs)")
+                        args = tx.iterate(parts[0])
+                        kw = parts[1].realize(tx.ctx) if hasattr(parts[1], "realize") else parts[1]
+                        if not isinstance(kw, DictValue):
+                            raise Unsupported("forward pre-hook returned kwargs that are not a dict")
+                        kwargs = dict(kw.items)
+                else:
+                    res = hook.call(tx, [self, TupleValue(list(args))], {})
+                    if not _is_none(res):
+                        args = tx.iterate(res) if res.python_type() is tuple else [res]
         forward = self.getattr(tx, "forward")
-        return forward.call(tx, args, kwargs)
+        result = forward.call(tx, list(args), dict(kwargs))
+        post = self._global_hooks(tx, "_global_forward_hooks") + self._hooks(tx, "_forward_hooks")
+        if post:
+            with_kwargs = self._keys(tx, "_forward_hooks_with_kwargs") | set(
+                getattr(m, "_global_forward_hooks_with_kwargs", {}))
+            for hook_id, hook in post:
+                if hook_id in with_kwargs:
+                    res = hook.call(tx, [self, TupleValue(list(args)), DictValue(dict(kwargs)), result], {})
+                else:
+                    res = hook.call(tx, [self, TupleValue(list(args)), result], {})
+                if not _is_none(res):
+                    result = res
+        return result
 
     def __repr__(self):
         return f"<module {type(self.mod).__name__}{' ' + str(self.source) if self.source else ''}>"
+
+
+class ModuleSliceValue(Value):
+    """``seq[a:b]`` of a Sequential/ModuleList: eager makes a new container
+    of the same modules; here it is that list of modules (calling a
+    Sequential slice chains them), rebuilt by slicing again if it escapes."""
+
+    def __init__(self, parent: ModuleValue, sl: slice, items: list):
+        super().__init__()
+        self.parent, self.sl, self.items = parent, sl, items
+
+    def python_type(self):
+        return type(self.parent.mod)
+
+    def unpack(self, tx):
+        return list(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def getitem(self, tx, index):
+        idx = index.as_python_constant()
+        if isinstance(idx, slice):
+            return ModuleSliceValue(self.parent, self.sl, self.items[idx]) if False else \
+                _unsupported_nested_slice()
+        return self.items[idx]
+
+    def call(self, tx, args, kwargs):
+        if not isinstance(self.parent.mod, torch.nn.Sequential):
+            raise user_error(TypeError, f"'{type(self.parent.mod).__name__}' object is not callable")
+        if kwargs or len(args) != 1:
+            raise Unsupported("calling a Sequential slice with more than one argument")
+        x = args[0]
+        for m in self.items:
+            x = m.call(tx, [x], {})
+        return x
+
+    def reconstruct(self, out):
+        out.reconstruct(self.parent)
+        out.load_const(self.sl)
+        out.instr("BINARY_SUBSCR")
+
+
+def _unsupported_nested_slice():
+    raise Unsupported("slicing a slice of a module container")
+
+
+def _is_none(v) -> bool:
+    return v.is_python_constant() and v.as_python_constant() is None
+
+
+_MEMBER_METHODS = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+    "modules", "named_modules"})
+
+
+class _MemberIterMethod(Value):
+    """``module.parameters()`` and friends (nn.Module's own implementations):
+    evaluated on the real module, each member wrapped with a source that
+    walks ``_modules``/``_parameters``/``_buffers``, and the structure of
+    every visited module guarded."""
+
+    def __init__(self, owner: "ModuleValue", name: str):
+        super().__init__()
+        self.owner, self.name = owner, name
+
+    def call(self, tx, args, kwargs):
+        from .builder import wrap
+        from .constant import ConstantValue
+        from .containers import IteratorValue, TupleValue, unwrap_constants
+        a, k = unwrap_constants(args, kwargs, what=f"Module.{self.name}()")
+        owner = self.owner
+        if owner.source is None:
+            raise Unsupported(f"Module.{self.name}() on a module without a source")
+        mod = owner.mod
+        # sources of every submodule by dotted path; guard each one's structure
+        paths = {"": owner.source}
+        for path, sub in mod.named_modules(remove_duplicate=False):
+            if path:
+                parent, _, leaf = path.rpartition(".")
+                paths[path] = ModuleMemberSource(paths[parent], leaf, "_modules")
+            src = paths[path]
+            for table in ("_parameters", "_buffers", "_modules"):
+                tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(src, table), list(getattr(sub, table))))
+        try:
+            items = list(getattr(mod, self.name)(*a, **k))
+        except Exception as e:
+            raise Unsupported(f"Module.{self.name}() raised {type(e).__name__}: {e}")
+        owners = {id(m): p for p, m in mod.named_modules(remove_duplicate=False)}
+        out = []
+        for item in items:
+            name, obj = item if isinstance(item, tuple) else (None, item)
+            if isinstance(obj, torch.nn.Module):
+                src = paths[owners[id(obj)]] if id(obj) in owners else None
+                v = wrap(tx.ctx, obj, src)
+            else:
+                src = _member_source(mod, paths, obj)
+                v = wrap(tx.ctx, obj, src)
+            out.append(TupleValue([ConstantValue(name), v]) if name is not None else v)
+        return IteratorValue(out)
+
+
+def _member_source(mod, paths, obj):
+    for path, sub in mod.named_modules(remove_duplicate=False):
+        for table in ("_parameters", "_buffers"):
+            for k, t in getattr(sub, table).items():
+                if t is obj:
+                    return ModuleMemberSource(paths[path], k, table)
+    raise Unsupported("a module member that cannot be located")
 
 
 def _global_hooks() -> bool:

@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - older tree without modelled exceptions
         return Unsupported(f"{exc_type.__name__}: {', '.join(str(a) for a in args)}")
 
 from ..guards.guard import Guard, Kind
-from ..guards.sources import AttrSource, ItemSource, constant_source
+from ..guards.sources import AttrSource, ItemSource
 from .base import LazyValue, Value
 from .builtins import RULES, BuiltinValue, fold_call
 from .constant import ConstantValue
@@ -90,10 +90,6 @@ def _is_none(v: Value) -> bool:
     return isinstance(v, ConstantValue) and v.value is None
 
 
-def _truth(tx, v: Value) -> bool:
-    return v.truth(tx)
-
-
 def _next(tx, it: Value) -> Value | None:
     """``next(it)`` for a Value from ``tx.get_iter``; None when exhausted."""
     if not isinstance(it, IteratorValue):
@@ -111,13 +107,6 @@ def _next(tx, it: Value) -> Value | None:
 
 def _iter(tx, v: Value) -> Value:
     return tx.get_iter(v)
-
-
-def _type_name(v: Value) -> str:
-    try:
-        return v.python_type().__name__
-    except Unsupported:
-        return "object"
 
 
 def _index(v: Value, what: str) -> int:
@@ -519,12 +508,10 @@ def _register_operator_rules():
     RULES[operator.indexOf] = _index_of
 
     def _length_hint(tx, obj, default=ConstantValue(0)):
-        try:
-            return ConstantValue(obj.length(tx))
-        except UserException:
-            pass
         if isinstance(obj, ConstantValue):
             return fold_call(operator.length_hint, [obj, default], {})
+        if isinstance(obj, (ListValue, TupleValue, DictValue, DequeValue)):
+            return ConstantValue(obj.length(tx))
         raise Unsupported(f"operator.length_hint() of {obj}")
 
     RULES[operator.length_hint] = _length_hint
@@ -549,7 +536,7 @@ class ItemGetterValue(Value):
         _no_kwargs("itemgetter", kwargs)
         if len(args) != 1:
             raise user_error(TypeError, f"itemgetter expected 1 argument, got {len(args)}")
-        obj = args[0]
+        obj = _r(tx, args[0])
         if len(self.items) == 1:
             return getitem(tx, obj, self.items[0])
         return TupleValue([getitem(tx, obj, i) for i in self.items])
@@ -809,8 +796,12 @@ class CycleIterator(LazyIterator):
         super().__init__()
         self.it, self.saved, self.index = it, [], 0
 
-    def is_infinite(self):
-        return self.it is not None or bool(self.saved)
+    def unpack(self, tx):
+        # finite only when the source is empty: look at its first item
+        if self.saved or self.next(tx) is not None:
+            raise Unsupported("materializing the infinite iterator cycle",
+                              hint="consume it with a loop that stops, or itertools.islice")
+        return []
 
     def next(self, tx):
         if self.it is not None:
@@ -1379,6 +1370,135 @@ if hasattr(itertools, "pairwise"):
     _std_class(itertools.pairwise, _pairwise)
 
 
+# --- lazy builtins (zip, enumerate, map, filter) ---------------------------------
+# builtins.py materializes its arguments for these; that consumes a shared
+# iterator too far and cannot take an infinite one.  These follow
+# Python/bltinmodule.c and Objects/enumobject.c; builtins.py can route its
+# rules here (``RULES[zip] = stdlib.lazy_zip`` and so on).
+
+class ZipIterator(LazyIterator):
+    py_type = zip
+
+    def __init__(self, its: list[Value], strict: bool):
+        super().__init__()
+        self.its, self.strict = its, strict
+
+    def is_infinite(self):
+        return bool(self.its) and all(_infinite(i) for i in self.its)
+
+    def next(self, tx):
+        its = self.its
+        if not its:
+            return None
+        out = []
+        for i, it in enumerate(its):
+            v = _next(tx, it)
+            if v is None:
+                if self.strict:
+                    self._check_strict(tx, i)
+                return None
+            out.append(v)
+        return TupleValue(out)
+
+    def _check_strict(self, tx, i):
+        plural = " " if i == 1 else "s 1-"
+        if i:
+            raise user_error(ValueError, f"zip() argument {i + 1} is shorter than argument{plural}{i}")
+        for j in range(1, len(self.its)):
+            if _next(tx, self.its[j]) is not None:
+                plural = " " if j == 1 else "s 1-"
+                raise user_error(ValueError, f"zip() argument {j + 1} is longer than argument{plural}{j}")
+
+
+class EnumerateIterator(LazyIterator):
+    py_type = enumerate
+
+    def __init__(self, it: Value, start: Value):
+        super().__init__()
+        self.it, self.count = it, start
+
+    def is_infinite(self):
+        return _infinite(self.it)
+
+    def next(self, tx):
+        from .operators import binary_op
+        v = _next(tx, self.it)
+        if v is None:
+            return None
+        n = _r(tx, self.count)
+        self.count = binary_op(tx, operator.add, n, ConstantValue(1))
+        return TupleValue([n, v])
+
+
+class MapIterator(LazyIterator):
+    py_type = map
+
+    def __init__(self, func: Value, its: list[Value]):
+        super().__init__()
+        self.func, self.its = func, its
+
+    def is_infinite(self):
+        return all(_infinite(i) for i in self.its)
+
+    def next(self, tx):
+        args = []
+        for it in self.its:
+            v = _next(tx, it)
+            if v is None:
+                return None
+            args.append(v)
+        return self.func.call(tx, args, {})
+
+
+class FilterIterator(LazyIterator):
+    py_type = filter
+
+    def __init__(self, func: Value, it: Value):
+        super().__init__()
+        self.func, self.it = func, it
+
+    def next(self, tx):
+        while True:
+            v = _next(tx, self.it)
+            if v is None:
+                return None
+            ok = _r(tx, v).truth(tx) if _is_none(self.func) else self.func.call(tx, [v], {}).truth(tx)
+            if ok:
+                return v
+
+
+def lazy_zip(tx, *iterables, strict=None, **kwargs):
+    if kwargs:
+        raise user_error(TypeError, f"zip() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    flag = False if strict is None else _r(tx, strict).truth(tx)
+    return ZipIterator([_iter(tx, i) for i in iterables], flag)
+
+
+def lazy_enumerate(tx, iterable=None, start=None, **kwargs):
+    iterable = kwargs.pop("iterable", iterable)
+    start = kwargs.pop("start", start)
+    if kwargs or iterable is None:
+        raise Unsupported("enumerate() with unusual arguments")
+    start = ConstantValue(0) if start is None else _r(tx, start)
+    if isinstance(start, ConstantValue):
+        start = ConstantValue(_index(start, "enumerate()"))
+    else:
+        raise Unsupported(f"enumerate() starting at {start}")
+    return EnumerateIterator(_iter(tx, iterable), start)
+
+
+def lazy_map(tx, func, *iterables, **kwargs):
+    _no_kwargs("map", kwargs)
+    if not iterables:
+        raise user_error(TypeError, "map() must have at least two arguments.")
+    return MapIterator(func, [_iter(tx, i) for i in iterables])
+
+
+def lazy_filter(tx, func, iterable, **kwargs):
+    _no_kwargs("filter", kwargs)
+    return FilterIterator(_r(tx, func), _iter(tx, iterable))
+
+
 # =============================================================================
 # math
 # =============================================================================
@@ -1530,6 +1650,8 @@ def _fill_dict(tx, target: DictValue, args, kwargs, name: str):
         other = args[0]
         if isinstance(other, DictValue):
             target.items.update(other.items)
+        elif hasattr(other.python_type(), "keys"):
+            raise Unsupported(f"{name}() from a mapping that is not a dict")
         else:
             for pair in tx.iterate(other):
                 kv = tx.iterate(pair)
@@ -2225,6 +2347,7 @@ def _deepcopy_leaf(tx, v: Value) -> Value:
 
 
 def _as_inner(tx, v: Value, factory: Value | None, as_dict: bool) -> Value:
+    v = _r(tx, v)
     cls = _dataclass_type(v)
     if cls is not None:
         vals = []

@@ -118,6 +118,8 @@ def _real_of(tx, value: TensorValue) -> torch.Tensor:
     for gi in tx.ctx.graph.inputs:
         if gi.node is value.node:
             return gi.real
+    if value.node.op == "get_attr":
+        return tx.ctx.graph.attrs[value.node.target]
     raise Unsupported("reading real state of an intermediate tensor")
 
 
