@@ -38,8 +38,10 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
         elif isinstance(rec, fx.ContainerMutated):
             c = rec.container
             target = _materialize_source(out, c)
-            from ..values.containers import DictValue
-            if isinstance(c, DictValue):
+            from ..values.containers import DictValue, SetValue
+            if isinstance(c, SetValue):
+                plans.append((replay.replace_set, (target, frozenset(c.items))))
+            elif isinstance(c, DictValue):
                 for v in c.items.values():
                     out.reconstruct(v)
                 out.instr("BUILD_TUPLE", len(c.items))

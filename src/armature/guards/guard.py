@@ -22,8 +22,9 @@ class Kind(enum.IntEnum):
     EMPTY = 6
     SAME_OBJECT = 7
     DICT_KEYS = 8
-    TENSOR_MATCH = 9
-    DISTINCT = 10
+    SET_EQUALS = 9
+    TENSOR_MATCH = 10
+    DISTINCT = 11
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,14 @@ class TensorMeta:
     size: tuple
     stride: tuple
     requires_grad: bool
+    #: False when an identity guard on the same source already fixes the
+    #: object (a module's parameter): its class cannot change, and only
+    #: ``.data`` replacement can change the rest.
+    full: bool = True
 
     @classmethod
-    def of(cls, t: torch.Tensor) -> "TensorMeta":
-        return cls(type(t), t.dtype, t.device, tuple(t.size()), tuple(t.stride()), t.requires_grad)
+    def of(cls, t: torch.Tensor, full: bool = True) -> "TensorMeta":
+        return cls(type(t), t.dtype, t.device, tuple(t.size()), tuple(t.stride()), t.requires_grad, full)
 
 
 @dataclass(eq=False)
@@ -92,6 +97,8 @@ class Guard:
             return f"{e} is {pool.render(exp)}"
         if self.kind is Kind.DICT_KEYS:
             return f"list({e}) == {exp!r}"
+        if self.kind is Kind.SET_EQUALS:
+            return f"{e} == {pool.const(exp)}"
         if self.kind is Kind.TENSOR_MATCH:
             first, rest = pool.hoist(e)
             return tensor_match_expr(first, rest, exp, pool)
@@ -125,6 +132,8 @@ class Guard:
             return f"{src} is {exp}"
         if self.kind is Kind.DICT_KEYS:
             return f"keys of {src} == {exp!r}"
+        if self.kind is Kind.SET_EQUALS:
+            return f"{src} == {set(exp)!r}"
         return f"{self.kind.name} {src}"
 
     __str__ = describe
@@ -141,7 +150,10 @@ def tensor_match_expr(first: str, e: str, meta: TensorMeta, pool: ConstPool) -> 
     """Cheapest-first checks of a tensor's class, dtype, device, sizes,
     strides and requires_grad.  ``first`` evaluates the tensor (binding it
     when it is not a plain name), ``e`` reads it afterwards."""
-    parts = [f"type({first}) is {pool.const(meta.cls)}", f"{e}.dtype is {pool.const(meta.dtype)}"]
+    if meta.full:
+        parts = [f"type({first}) is {pool.const(meta.cls)}", f"{e}.dtype is {pool.const(meta.dtype)}"]
+    else:
+        parts = [f"{first}.dtype is {pool.const(meta.dtype)}"]
     dev = meta.device
     if dev.type == "cpu":
         parts.append(f"{e}.is_cpu")
@@ -151,5 +163,6 @@ def tensor_match_expr(first: str, e: str, meta: TensorMeta, pool: ConstPool) -> 
         parts.append(f"{e}.device == {pool.const(dev)}")
     parts.append(f"{e}.requires_grad is {meta.requires_grad}")
     parts.append(f"{e}.size() == {meta.size!r}")
-    parts.append(f"{e}.stride() == {meta.stride!r}")
+    if meta.full:
+        parts.append(f"{e}.stride() == {meta.stride!r}")
     return " and ".join(parts)

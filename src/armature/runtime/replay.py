@@ -113,3 +113,8 @@ def iterator_sequence(it):
     """The sequence a list/tuple/range iterator walks (for guards and
     wrapping; allocation-free for list and tuple iterators)."""
     return it.__reduce__()[1][0]
+
+
+def replace_set(s, items):
+    s.clear()
+    s.update(items)

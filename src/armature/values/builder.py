@@ -82,13 +82,14 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if t not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer if hasattr(torch.nn, "Buffer") else torch.Tensor):
             raise Unsupported(f"tensor subclass {t.__qualname__}",
                               hint="tensor subclasses are on the roadmap; this frame runs eagerly")
-        _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
         from ..guards.sources import ModuleMemberSource
         if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes":
             _guard(ctx, Kind.ID_MATCH, source, obj)
+            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)
         else:
+            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
             node, fake = ctx.graph.add_input(obj, source)
         return TensorValue(node, fake, cls=t, source=source)
     if t in _CONSTANT_TYPES:
@@ -116,6 +117,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.DICT_KEYS, source, keys)
         items = {k: wrap(ctx, obj[k], ItemSource(source, k) if source is not None else None) for k in keys}
         return containers.DictValue(items, source=source)
+    if t is set and all(type(k) in _CONSTANT_TYPES for k in obj):
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        _guard(ctx, Kind.SET_EQUALS, source, frozenset(obj))
+        return containers.SetValue(obj, source=source)
+    if t is frozenset and all(type(k) in _CONSTANT_TYPES for k in obj):
+        _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
+        return ConstantValue(obj, source)
     if t in (slice, range):
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)

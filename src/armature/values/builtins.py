@@ -171,6 +171,22 @@ def _tuple(tx, iterable=None):
     return TupleValue([] if iterable is None else tx.iterate(iterable))
 
 
+@rule(set)
+def _set(tx, iterable=None):
+    from .containers import SetValue, _key
+    s = SetValue(set())
+    if iterable is not None:
+        for v in tx.iterate(iterable):
+            s.items.add(_key(v))
+    return s
+
+
+@rule(frozenset)
+def _frozenset(tx, iterable=None):
+    from .containers import _key
+    return ConstantValue(frozenset() if iterable is None else frozenset(_key(v) for v in tx.iterate(iterable)))
+
+
 @rule(dict)
 def _dict(tx, *args, **kwargs):
     out = DictValue({})

@@ -449,3 +449,92 @@ class UserIteratorValue(IteratorValue):
 
     def reconstruct(self, out):
         out.reconstruct(self.obj)
+
+
+class SetValue(Value):
+    """A set of Python constants.  ``items`` is a real set kept in step with
+    the traced operations (same insertions and removals in the same order),
+    so iteration order is CPython's."""
+
+    def __init__(self, items: set, source=None):
+        super().__init__(source)
+        self.items = set(items)
+
+    def python_type(self):
+        return set
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def unpack(self, tx):
+        return [ConstantValue(k) for k in self.items]
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return set(self.items)
+
+    def _check_mutable(self, tx):
+        if self.source is not None:
+            tx.ctx.effects.container_mutated(self)
+
+    def getattr(self, tx, name):
+        return BoundContainerMethod(self, name)
+
+    def method(self, tx, name, args, kwargs):
+        items = self.items
+        consts = [_key(a) if name in ("add", "discard", "remove", "__contains__") else None for a in args]
+        if name in ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                    "intersection_update", "symmetric_difference_update"):
+            self._check_mutable(tx)
+        if name == "add":
+            items.add(consts[0])
+            return ConstantValue(None)
+        if name == "discard":
+            items.discard(consts[0])
+            return ConstantValue(None)
+        if name == "remove":
+            if consts[0] not in items:
+                raise user_error(KeyError, repr(consts[0]))
+            items.remove(consts[0])
+            return ConstantValue(None)
+        if name == "__contains__":
+            return ConstantValue(consts[0] in items)
+        if name == "pop":
+            if not items:
+                raise user_error(KeyError, "'pop from an empty set'")
+            return ConstantValue(items.pop())
+        if name == "clear":
+            items.clear()
+            return ConstantValue(None)
+        if name == "copy":
+            return SetValue(items)
+        others = [_const_iterable(tx, a) for a in args]
+        if name.endswith("_update") or name == "update":
+            getattr(items, name)(*others)
+            return ConstantValue(None)
+        if name in ("union", "intersection", "difference", "symmetric_difference"):
+            return SetValue(getattr(items, name)(*others))
+        if name in ("issubset", "issuperset", "isdisjoint"):
+            return ConstantValue(getattr(items, name)(*others))
+        raise Unsupported(f"set.{name}()")
+
+    def reconstruct(self, out):
+        if self.source is not None:
+            return super().reconstruct(out)
+        for k in self.items:
+            out.load_const(k)
+        out.instr("BUILD_SET", len(self.items))
+
+    def __repr__(self):
+        return f"Set({self.items!r})"
+
+
+def _const_iterable(tx, v: Value):
+    if isinstance(v, SetValue):
+        return set(v.items)
+    return [_key(i) for i in tx.iterate(v)]

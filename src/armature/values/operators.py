@@ -8,13 +8,14 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, user_error
 from .base import Value, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
 from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
 from .tensor import TensorValue, graph_call
 
 _INPLACE = frozenset(INPLACE_TO_BINARY)
+_SET_OPS = (operator.or_, operator.and_, operator.sub, operator.xor)
 
 
 def _fold(op: Callable, *args):
@@ -60,6 +61,17 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             a.method(tx, "update", [b], {})
             return a
         return DictValue({**a.items, **b.items})
+    from .containers import SetValue
+    if isinstance(a, SetValue) and base in _SET_OPS:
+        other = b.as_python_constant()
+        if not isinstance(other, (set, frozenset)):
+            raise user_error(TypeError, f"unsupported operand type(s) for {base.__name__}: 'set' and "
+                                        f"'{type(other).__name__}'")
+        if op is not base:  # |= &= -= ^= mutate the set
+            a._check_mutable(tx)
+            op(a.items, other)
+            return a
+        return SetValue(base(a.items, other))
     if is_constant_tree(a) and is_constant_tree(b):
         from .builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
@@ -129,7 +141,8 @@ def values_equal(tx, a: Value, b: Value) -> bool:
 
 def contains(tx, item: Value, container: Value) -> bool:
     item, container = realize(tx.ctx, item), realize(tx.ctx, container)
-    if isinstance(container, DictValue):
+    from .containers import SetValue
+    if isinstance(container, (DictValue, SetValue)):
         return container.method(tx, "__contains__", [item], {}).value
     if isinstance(container, _Sequence):
         return any(values_equal(tx, item, x) for x in container.items)

@@ -2052,7 +2052,8 @@ class NamedTupleClassValue(ClassValue):
         cls = self.cls
         if name == "_fields":
             return ConstantValue(cls._fields)
-        if name == "_make" and _is_nt_helper(inspect.getattr_static(cls, "_make"), "_make"):
+        if name == "_make" and _is_nt_helper(inspect.getattr_static(cls, "_make"), "_make") \
+                and _standard_namedtuple_new(cls):
             return _StdCallable(lambda tx_, iterable: self._make(tx_, iterable), f"{cls.__name__}._make")
         return super().getattr(tx, name)
 
@@ -2096,7 +2097,7 @@ class NamedTupleValue(TupleValue):
             return ConstantValue(cls._fields)
         if name == "__class__":
             return self._class_value(tx)
-        if name in ("_replace", "_asdict") and _is_nt_helper(raw, name):
+        if name in ("_replace", "_asdict") and _is_nt_helper(raw, name) and _standard_namedtuple_new(cls):
             return BoundContainerMethod(self, name)
         if name == "_make":
             return self._class_value(tx).getattr(tx, name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...values.constant import ConstantValue
-from ...values.containers import DictValue, ListValue, SliceValue, TupleValue, _key
+from ...values.containers import DictValue, ListValue, SetValue, SliceValue, TupleValue, _key
 from ..pyversion import opcode
 
 
@@ -21,6 +21,26 @@ def build_list(f, inst):
 def build_map(f, inst):
     flat = f.popn(2 * inst.arg, raw=True)
     f.push(DictValue({_key(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
+
+
+@opcode("BUILD_SET")
+def build_set(f, inst):
+    s = SetValue(set())
+    for v in f.popn(inst.arg):
+        s.items.add(_key(v))
+    f.push(s)
+
+
+@opcode("SET_ADD")
+def set_add(f, inst):
+    v = f.pop()
+    f.stack[-inst.arg].items.add(_key(v))
+
+
+@opcode("SET_UPDATE")
+def set_update(f, inst):
+    v = f.pop()
+    f.stack[-inst.arg].items.update(_key(i) for i in f.iterate(v))
 
 
 @opcode("BUILD_CONST_KEY_MAP")
