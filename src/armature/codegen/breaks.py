@@ -84,6 +84,13 @@ def is_breakable(frame: Frame, index: int) -> bool:
     return True
 
 
+def _consumed(inst) -> int:
+    if inst.opname in _JUMPS:
+        return 1
+    effect = _STACK_EFFECT[inst.opname]
+    return (effect(inst.arg) if callable(effect) else effect)[0]
+
+
 def _native_arg(inst: dis.Instruction, labels: dict):
     name = inst.opname
     if name in _JUMPS:
@@ -173,53 +180,62 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     stack_t = [NULL if v is NULL else next(it) for v in stack]
     rest = list(it)
     local_t, cell_t = rest[:len(local_names)], rest[len(local_names):]
+    if any(t is NULL for t in stack_t[len(stack_t) - _consumed(inst):]) and inst.opname not in (
+            "CALL", "CALL_FUNCTION_EX"):
+        raise BreakNotPossible(f"a NULL among the operands of {inst.opname}")
     emit_grad_mode(ctx, out)
-    push_stack(out, stack_t)
-    null_mask = [v is NULL for v in stack]
-
-    def hand_off(target_offset: int, mask: list[bool]) -> None:
-        # The stack now holds len(mask) items: save them, then tail-call.
-        saved = []
-        for is_null in reversed(mask):
-            if is_null:
-                out.instr("POP_TOP")
-                saved.append(None)
-            else:
-                t = out.new_temp()
-                out.instr("STORE_FAST", t.name)
-                saved.append(t)
-        saved.reverse()
-        if to_orig is not None:
-            target_offset = to_orig[target_offset]
-        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(mask), local_names,
-                                     cell_names, backend)
-        operands = [resume] + [t for t in saved if t is not None] + local_t + cell_t
-        out.call_helper(TailCall, *operands, pop=False)
-        out.instr("RETURN_VALUE")
 
     name = inst.opname
     insts, index_of = _insts(code)
     next_offset = insts[frame.break_at + 1].offset if frame.break_at + 1 < len(insts) else None
     if name in _JUMPS:
+        consumed = 1
+    else:
+        effect = _STACK_EFFECT[name]
+        pops, pushes = effect(inst.arg) if callable(effect) else effect
+        consumed = pops
+    # Only the operands go on the real stack: NULLs deeper down cannot be
+    # popped again in 3.11, so the rest of the frame's stack stays in temps.
+    bottom = stack_t[:len(stack_t) - consumed]
+    push_stack(out, stack_t[len(stack_t) - consumed:])
+
+    def hand_off(target_offset: int, n_real: int) -> None:
+        """The real stack holds ``n_real`` new items: save them, then tail-call."""
+        saved = []
+        for _ in range(n_real):
+            t = out.new_temp()
+            out.instr("STORE_FAST", t.name)
+            saved.append(t)
+        saved.reverse()
+        full = bottom + saved
+        mask = tuple(t is NULL for t in full)
+        if to_orig is not None:
+            target_offset = to_orig[target_offset]
+        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, mask, local_names,
+                                     cell_names, backend)
+        operands = [resume] + [t for t in full if t is not NULL] + local_t + cell_t
+        out.call_helper(TailCall, *operands, pop=False)
+        out.instr("RETURN_VALUE")
+
+    if name in _JUMPS:
         fall_pops, jump_pops, fall_pushes = _JUMPS[name]
         target = Label()
-        native = name.replace("BACKWARD", "FORWARD")
-        out.instr(native, target)
-        hand_off(next_offset, null_mask[:len(null_mask) - fall_pops] + [False] * fall_pushes)
+        out.instr(name.replace("BACKWARD", "FORWARD"), target)
+        hand_off(next_offset, consumed - fall_pops + fall_pushes)
         out.append(target)
-        hand_off(inst.argval, null_mask[:len(null_mask) - jump_pops])
+        hand_off(inst.argval, consumed - jump_pops)
         return
-    effect = _STACK_EFFECT[name]
-    pops, pushes = effect(inst.arg) if callable(effect) else effect
     if name == "CALL":
         if frame.kw_names:
             out.instr("KW_NAMES", tuple(frame.kw_names))
         out.instr("PRECALL", inst.arg)
-    if name == "LOAD_GLOBAL":
-        after = null_mask + ([True, False] if inst.arg & 1 else [False])
-    else:
-        after = null_mask[:len(null_mask) - pops] + [False] * pushes
+    if name == "LOAD_GLOBAL" and inst.arg & 1:
+        # push the NULL as a marker in the saved stack rather than for real
+        out.instr("LOAD_GLOBAL", (False, inst.argval))
+        bottom.append(NULL)
+        hand_off(next_offset, 1)
+        return
     out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
     if name == "RAISE_VARARGS":
         return
-    hand_off(next_offset, after)
+    hand_off(next_offset, pushes)

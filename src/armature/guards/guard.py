@@ -84,7 +84,9 @@ class Guard:
         if self.kind is Kind.CONSTANT_MATCH:
             if exp is None or type(exp) is bool or exp is Ellipsis:
                 return f"{e} is {exp!r}"
-            if type(exp) in (int, str) or (type(exp) is float and exp == exp):
+            if type(exp) is float and exp != exp:  # NaN equals nothing, itself included
+                return f"type({e}) is float and {e} != {e}"
+            if type(exp) in (int, str) or (type(exp) is float and abs(exp) != float("inf")):
                 return f"type({e}) is {type(exp).__name__} and {e} == {exp!r}"
             return f"type({e}) is {pool.const(type(exp))} and {e} == {pool.const(exp)}"
         if self.kind is Kind.LEN_MATCH:

@@ -108,6 +108,8 @@ class Frame:
             return v
         if isinstance(v, ListValue):
             return IteratorValue(v.items, seq=v)  # live view: appends during the loop are seen
+        if not isinstance(v, ObjectValue) and hasattr(v, "get_iter"):
+            return v.get_iter(self)
         if isinstance(v, ObjectValue):
             it = v.get_iter(self)
             if isinstance(it, IteratorValue):

@@ -172,7 +172,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
 
 def wrap_constant_result(result: Any) -> Value:
     """Wrap the result of folding a pure call on constants."""
-    if type(result) in _CONSTANT_TYPES or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
+    if type(result) in _CONSTANT_TYPES or isinstance(result, enum.Enum) or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
         return ConstantValue(result)
     if type(result) in (tuple, list):
         from .containers import ListValue, TupleValue

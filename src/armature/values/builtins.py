@@ -265,7 +265,7 @@ def _callable(tx, obj):
         return ConstantValue(True)
     if isinstance(obj, (TensorValue, _Sequence, DictValue)):
         return ConstantValue(False)
-    return ConstantValue(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__"))
+    return ConstantValue(any("__call__" in k.__dict__ for k in obj.python_type().__mro__[:-1]))
 
 
 @rule(getattr)
@@ -359,3 +359,6 @@ def _super(tx, *args):
     else:
         obj = tx.load_local(first)
     return SuperValue(start, realize(tx.ctx, obj))
+
+
+from . import stdlib as _stdlib  # noqa: E402,F401  (registers stdlib rules, lazy zip/map/...)

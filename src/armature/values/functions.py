@@ -189,6 +189,22 @@ class UserFunctionValue(_Function):
         return ([_wrap_default(v, src and ItemSource(AttrSource(src, "__defaults__"), i), ctx) for i, v in enumerate(d)],
                 {k: _wrap_default(v, src and ItemSource(AttrSource(src, "__kwdefaults__"), k), ctx) for k, v in kd.items()})
 
+    _FUNCTION_ATTRS = ("__name__", "__qualname__", "__module__", "__doc__")
+
+    def getattr(self, tx, name):
+        from .builder import wrap
+        if name in self._FUNCTION_ATTRS:
+            return wrap(tx.ctx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+        if name in ("__wrapped__", "__defaults__", "__kwdefaults__", "__code__", "__globals__") or \
+                name in getattr(self.fn, "__dict__", {}):
+            if self.source is None:
+                raise Unsupported(f"attribute {name!r} of a function without a source")
+            try:
+                return wrap(tx.ctx, getattr(self.fn, name), AttrSource(self.source, name))
+            except AttributeError:
+                raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
+        raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
+
     def closure_cells(self):
         cells = self.fn.__closure__ or ()
         out = []

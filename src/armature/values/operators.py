@@ -56,7 +56,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
                 seq.items[:] = seq.items * n.value
                 return seq
             return type(seq)(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
-    if base is operator.or_ and isinstance(a, DictValue) and isinstance(b, DictValue):
+    if base is operator.or_ and type(a) is DictValue and type(b) is DictValue and a.cls is dict and b.cls is dict:
         if op is operator.ior:
             a.method(tx, "update", [b], {})
             return a
@@ -110,6 +110,11 @@ def is_same(tx, a: Value, b: Value) -> bool:
     ca, cb = a.is_python_constant(), b.is_python_constant()
     if ca and cb and isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
         return a.value is b.value
+    from .containers import ListValue, SetValue
+    from .objects import ObjectValue
+    if isinstance(a, (ListValue, DictValue, SetValue, ObjectValue)) or \
+            isinstance(b, (ListValue, DictValue, SetValue, ObjectValue)):
+        return False  # distinct Values of mutable objects are distinct objects
     if ca and cb:
         return a.as_python_constant() is b.as_python_constant()
     if ca != cb and (ca and a.as_python_constant() is None or cb and b.as_python_constant() is None):
@@ -131,7 +136,8 @@ def values_equal(tx, a: Value, b: Value) -> bool:
             return False
         raise Unsupported("== between tensors inside a container comparison depends on tensor data")
     if isinstance(a, _Sequence) and isinstance(b, _Sequence):
-        if a.python_type() is not b.python_type() or len(a.items) != len(b.items):
+        ta, tb = a.python_type(), b.python_type()
+        if (issubclass(ta, tuple) != issubclass(tb, tuple)) or len(a.items) != len(b.items):
             return False
         return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
     if a.is_python_constant() != b.is_python_constant():
@@ -146,6 +152,8 @@ def contains(tx, item: Value, container: Value) -> bool:
         return container.method(tx, "__contains__", [item], {}).value
     if isinstance(container, _Sequence):
         return any(values_equal(tx, item, x) for x in container.items)
+    if hasattr(container, "contains"):
+        return container.contains(tx, item)
     if isinstance(container, ConstantValue):
         return bool(_fold(operator.contains, container.value, item.as_python_constant()))
     if isinstance(container, TensorValue):

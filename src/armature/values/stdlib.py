@@ -2452,3 +2452,13 @@ def _wrap_typing_alias(ctx, obj, source):
 
 
 _TYPE_HANDLERS[type(typing.List)] = _wrap_typing_alias
+
+
+# The lazy iterators replace the eager builtins: CPython pulls items one at a
+# time, which matters when iterators are shared or infinite.
+from .builtins import RULES as _RULES  # noqa: E402
+
+_RULES[zip] = lazy_zip
+_RULES[enumerate] = lazy_enumerate
+_RULES[map] = lazy_map
+_RULES[filter] = lazy_filter
