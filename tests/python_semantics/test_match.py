@@ -206,7 +206,7 @@ def map_enum_keys(x):
 
 
 def map_duplicate_value_keys(x):
-    match {Shape.CIRCLE: x}:
+    match {Shape.CIRCLE: x, Shape.SQUARE: x}:
         case {Shape.CIRCLE: a, Shape.CIRCLE: b}:
             return a
 
@@ -230,8 +230,8 @@ def cls_dataclass_keywords(x):
 def cls_namedtuple(x):
     p = Point(x, 3)
     match p:
-        case Point(0, y):
-            return y
+        case Point(a, 0):
+            return a
         case Point(a, y=3):
             return a * 3
 
@@ -361,7 +361,7 @@ CASES = [
     case(map_missing_key, X, graphs=1),
     case(map_defaultdict_no_insert, X),
     case(map_ordered_dict, X, graphs=1),
-    case(map_enum_keys, X, graphs=0),
+    case(map_enum_keys, X, graphs=1),
     case(cls_dataclass_positional, Box(2, 3, t(2)), graphs=1),
     case(cls_dataclass_positional, Box(2, 2, t(2)), id="cls_dataclass_guard"),
     case(cls_dataclass_keywords, X, graphs=1),

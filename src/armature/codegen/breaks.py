@@ -129,6 +129,8 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
     from ..runtime.wrappers import compiled_wrapper_for
     from ..values.functions import BoundMethodValue, UserFunctionValue
     from ..values.modules import ModuleValue
+    from ..values.base import realize
+    value = realize(tx.ctx, value)
     if isinstance(value, ModuleValue) and value.source is not None:
         mod = value.mod
         if type(mod).__call__ is not __import__("torch").nn.Module.__call__:
@@ -154,6 +156,9 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             stack[pos + 1] = _compiled_callee(frame, stack[pos + 1], backend)
         else:
             stack[pos] = _compiled_callee(frame, stack[pos], backend)
+    if inst.opname == "CALL_FUNCTION_EX" and from_callee:
+        pos = len(stack) - 2 - (inst.arg & 1)
+        stack[pos] = _compiled_callee(frame, stack[pos], backend)
 
     # (a resume function's own ___stack arguments only fed its prologue)
     from .resume import CELL_ARG, origin_of
@@ -170,6 +175,9 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             cell_values = [frame.locals[CELL_ARG.format(c)] for c in cell_names]
         except KeyError as e:
             raise BreakNotPossible(f"cell {e} is not available") from e
+    bad = [n for n in local_names if not n.isidentifier()]
+    if bad:  # e.g. pytest's rewritten asserts: cannot be a parameter of a resume function
+        raise BreakNotPossible(f"the local {bad[0]!r} is not an identifier")
     stack_vals = [v for v in stack if v is not NULL]
     preload = stack_vals + [frame.locals[n] for n in local_names] + cell_values
     try:
@@ -184,6 +192,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             "CALL", "CALL_FUNCTION_EX"):
         raise BreakNotPossible(f"a NULL among the operands of {inst.opname}")
     emit_grad_mode(ctx, out)
+    if inst.positions is not None and inst.positions.lineno:
+        out.lineno = inst.positions.lineno  # tracebacks of the native part point at the user's line
 
     name = inst.opname
     insts, index_of = _insts(code)

@@ -19,12 +19,13 @@ class Kind(enum.IntEnum):
     CONSTANT_MATCH = 3
     LEN_MATCH = 4
     NOT_IN_DICT = 5
-    EMPTY = 6
-    SAME_OBJECT = 7
-    DICT_KEYS = 8
-    SET_EQUALS = 9
-    TENSOR_MATCH = 10
-    DISTINCT = 11
+    KEY_ABSENT = 6
+    EMPTY = 7
+    SAME_OBJECT = 8
+    DICT_KEYS = 9
+    SET_EQUALS = 10
+    TENSOR_MATCH = 11
+    DISTINCT = 12
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,12 @@ class Guard:
             items = ", ".join(f"id({pool.render(s)})" for s in self.expected)
             return f"len({{{items}}}) == {len(self.expected)}"
         if self.kind is Kind.GLOBAL_STATE:
-            text = self.text
-            for name, obj in self.consts.items():
-                text = text.replace(name, pool.const(obj))
-            return text
+            import re
+            names = {name: pool.const(obj) for name, obj in self.consts.items()}
+            if not names:
+                return self.text
+            pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+            return pattern.sub(lambda m: names[m.group(1)], self.text)
         e = pool.render(self.source)
         exp = self.expected
         if self.kind is Kind.ID_MATCH:
@@ -93,6 +96,8 @@ class Guard:
             return f"len({e}) == {exp}"
         if self.kind is Kind.NOT_IN_DICT:
             return f"{exp!r} not in {e}.__dict__"
+        if self.kind is Kind.KEY_ABSENT:
+            return f"{exp!r} not in {e}"
         if self.kind is Kind.EMPTY:
             return f"not {e}"
         if self.kind is Kind.SAME_OBJECT:
@@ -128,6 +133,8 @@ class Guard:
             return f"len({src}) == {exp}"
         if self.kind is Kind.NOT_IN_DICT:
             return f"{exp!r} not in {src}.__dict__"
+        if self.kind is Kind.KEY_ABSENT:
+            return f"{exp!r} not in {src}"
         if self.kind is Kind.EMPTY:
             return f"{src} is empty"
         if self.kind is Kind.SAME_OBJECT:

@@ -73,9 +73,21 @@ def _root_frame(ctx: TraceContext, fn: types.FunctionType, args, kwargs) -> Fram
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
         cells[name] = RealCellValue(cell, ClosureSource(i, name))
+        ctx.value_cache[id(cell)] = (cell, cells[name])
     for name in code.co_cellvars:
         cells[name] = CellValue()
     return Frame(ctx, code, fn.__globals__, locals_, cells)
+
+
+def _innermost_user_location(stack) -> UserLocation | None:
+    """Where the break really comes from: the innermost frame that is not
+    armature's own code (e.g. the helper a compiled module traces)."""
+    import os
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for loc in stack:
+        if not os.path.abspath(loc.filename).startswith(own):
+            return loc
+    return stack[0] if stack else None
 
 
 def _binds(fn, args, kwargs) -> bool:
@@ -131,7 +143,7 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
                 if from_callee and len(e.user_stack) > 1:
                     callee = e.user_stack[-2].func_name
                     what = f"{callee}() could not be inlined: {e.what}"
-                brk = GraphBreak(what, e.user_stack[-1] if e.user_stack else None, list(e.user_stack))
+                brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack))
                 if log_breaks.isEnabledFor(logging.DEBUG):
                     loc = e.location
                     where = f"{loc.filename}:{loc.lineno}: {loc.source_line}" if loc else "?"

@@ -88,7 +88,15 @@ def explain(fn, backend: str = "eager"):
             target = target._fn if not target._has_self else target._fn.__get__(target._self)
         if isinstance(target, CompiledModule):
             target = target._orig_mod
-        compiled = compile_(target, backend=backend)
+        # a backend object of its own: resume functions and compiled callees
+        # are cached per backend, so this run compiles (and reports) them all
+        from ..backends import lookup_backend
+        base = lookup_backend(backend)
+
+        def fresh_backend(gm, example_inputs):
+            return base(gm, example_inputs)
+
+        compiled = compile_(target, backend=fresh_backend)
         with recording() as entries:
             out = compiled(*args, **kwargs)
         graphs, ops, guards, reasons, fallbacks = [], [], [], [], []

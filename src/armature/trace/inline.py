@@ -20,7 +20,7 @@ def make_frame(ctx, fn: _Function, bound: dict[str, Value], parent: Frame | None
     cells: dict[str, Value] = {}
     for name in code.co_cellvars:
         cells[name] = CellValue()
-    closure = fn.closure_cells()
+    closure = fn.closure_cells(ctx)
     for name, cell in zip(code.co_freevars, closure):
         cells[name] = cell
     return Frame(ctx, code, fn.f_globals, dict(bound), cells, parent)

@@ -146,8 +146,16 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         # A bound method is made anew on each attribute read: guard what it binds.
         from ..guards.sources import AttrSource
         self_v = wrap(ctx, obj.__self__, AttrSource(source, "__self__") if source is not None else None)
+        if isinstance(self_v, torch_ops.GradModeValue) and obj.__func__.__name__ in ("__enter__", "__exit__"):
+            return torch_ops._CtxMethod(self_v, obj.__func__.__name__)
         func_v = wrap(ctx, obj.__func__, AttrSource(source, "__func__") if source is not None else None)
         return functions.BoundMethodValue(func_v, self_v, source)
+    if t is types.BuiltinMethodType and isinstance(getattr(obj, "__self__", None), torch.Tensor) \
+            and source is not None:
+        # ``tensor.add`` saved across a graph break
+        from ..guards.sources import AttrSource
+        from .tensor import TensorMethodValue
+        return TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
     if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
             or t.__name__ == "method-wrapper":

@@ -107,7 +107,7 @@ class _Function(Value):
     def defaults(self, ctx) -> tuple[list[Value], dict[str, Value]]:
         raise NotImplementedError
 
-    def closure_cells(self) -> tuple[Value, ...]:
+    def closure_cells(self, ctx=None) -> tuple[Value, ...]:
         raise NotImplementedError
 
     def call(self, tx, args, kwargs):
@@ -205,14 +205,22 @@ class UserFunctionValue(_Function):
                 raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
         raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
 
-    def closure_cells(self):
+    def closure_cells(self, ctx=None):
+        """The function's cells, one Value per real cell for the whole trace
+        (so a write through one closure is seen through every other)."""
         cells = self.fn.__closure__ or ()
         out = []
-        for i, (cell, name) in enumerate(zip(cells, self.code.co_freevars)):
+        for i, cell in enumerate(cells):
             if self.source is None:
                 raise Unsupported(f"closure of {self.code.co_qualname} without a source")
-            src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
-            out.append(RealCellValue(cell, src))
+            cached = ctx.value_cache.get(id(cell)) if ctx is not None else None
+            if cached is not None and cached[0] is cell:
+                out.append(cached[1])
+                continue
+            v = RealCellValue(cell, AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents"))
+            if ctx is not None:
+                ctx.value_cache[id(cell)] = (cell, v)
+            out.append(v)
         return tuple(out)
 
     def __repr__(self):
@@ -239,7 +247,7 @@ class NestedFunctionValue(_Function):
         kd = dict(self._kwdefaults.items) if self._kwdefaults is not None else {}
         return d, kd
 
-    def closure_cells(self):
+    def closure_cells(self, ctx=None):
         return self.closure
 
     def reconstruct(self, out):

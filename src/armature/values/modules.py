@@ -90,20 +90,34 @@ class ModuleValue(Value):
         if cls_attr is not _MISSING:
             if self.source is not None and not deleted:
                 tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
-            if isinstance(cls_attr, types.FunctionType):
-                from .functions import BoundMethodValue, UserFunctionValue
-                return BoundMethodValue(UserFunctionValue(cls_attr, None), self)
-            if isinstance(cls_attr, (staticmethod,)):
-                return wrap(tx.ctx, cls_attr.__func__, None)
-            if isinstance(cls_attr, classmethod):
-                from .functions import BoundMethodValue, UserFunctionValue
-                from .objects import ClassValue
-                return BoundMethodValue(UserFunctionValue(cls_attr.__func__, None), ClassValue(type(mod), None))
-            src = AttrSource(self.source, name) if self.source is not None else None
-            return wrap(tx.ctx, getattr(mod, name), src)
-        if type(mod).__getattr__ is not torch.nn.Module.__getattr__:
-            raise Unsupported(f"custom __getattr__ of {type(mod).__name__}")
+            # the class attribute, guarded on the class that defines it (a
+            # method patched on the class after compiling recompiles)
+            from .objects import bind_attr, find_class_attr
+            raw, owner = find_class_attr(type(mod), name)
+            cls_value = wrap(tx.ctx, type(mod), None)
+            return bind_attr(tx, raw, owner, name, self, cls_value)
+        if self.source is not None:  # absent now: guard that it stays absent
+            tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
+            for table in ("_parameters", "_buffers", "_modules"):
+                tx.ctx.guards.add(Guard(Kind.KEY_ABSENT, AttrSource(self.source, table), name))
+        getattr_fn = inspect.getattr_static(type(mod), "__getattr__", None)
+        if getattr_fn is not torch.nn.Module.__getattr__ and isinstance(getattr_fn, types.FunctionType):
+            from .functions import UserFunctionValue
+            from .constant import ConstantValue
+            from .objects import find_class_attr, wrap_class_attr
+            raw, owner = find_class_attr(type(mod), "__getattr__")
+            fv = wrap_class_attr(tx, type(mod), "__getattr__", raw, owner)
+            return fv.call(tx, [self, ConstantValue(name)], {})
         raise user_error(AttributeError, f"{type(mod).__name__!r} object has no attribute {name!r}")
+
+    def member(self, tx, name):
+        """``nn.Module.__getattr__``: parameters, buffers, submodules."""
+        d = self.mod.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            t = d.get(table)
+            if t is not None and name in t:
+                return self._member(tx, table, name, t[name])
+        raise user_error(AttributeError, f"{type(self.mod).__name__!r} object has no attribute {name!r}")
 
     def _plain_attr_target(self, tx, name, value) -> None:
         """Refuse writes whose meaning goes beyond object.__setattr__ under
@@ -128,6 +142,8 @@ class ModuleValue(Value):
 
     def setattr(self, tx, name, value):
         from ..effects import AttrStore
+        from .base import realize
+        value = realize(tx.ctx, value)  # nn.Module.__setattr__ depends on what it is
         self._plain_attr_target(tx, name, value)
         self.attrs[name] = value
         tx.ctx.effects.record(AttrStore(self, name, value))
@@ -162,13 +178,22 @@ class ModuleValue(Value):
             self._guard_len(tx)
             return [ConstantValue(k) for k in mod._modules]
         if isinstance(mod, torch.nn.ParameterList):
+            self._guard_params(tx)
             return [self._member(tx, "_parameters", k, p) for k, p in mod._parameters.items()]
+        if isinstance(mod, torch.nn.ParameterDict):
+            self._guard_params(tx)
+            return [ConstantValue(k) for k in mod._parameters]
         raise Unsupported(f"iterating over {type(mod).__name__}")
 
     def _guard_len(self, tx):
         # the module itself is ID-guarded; its _modules dict may still change
         if self.source is not None:
             tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(self.source, "_modules"), list(self.mod._modules)))
+
+    def _guard_params(self, tx):
+        if self.source is not None:
+            tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(self.source, "_parameters"),
+                                    list(self.mod._parameters)))
 
     def length(self, tx):
         return len(self.unpack(tx))
@@ -188,16 +213,25 @@ class ModuleValue(Value):
             except IndexError:
                 raise user_error(IndexError, f"index {idx} is out of range")
         if isinstance(mod, (torch.nn.ParameterList,)):
-            return self.unpack(tx)[idx]
+            items = self.unpack(tx)
+            if isinstance(idx, slice):
+                return ModuleSliceValue(self, idx, items[idx])
+            return items[idx]
         if isinstance(mod, torch.nn.ParameterDict):
             return self._member(tx, "_parameters", idx, mod._parameters[idx])
         raise Unsupported(f"indexing {type(mod).__name__}")
 
     def contains(self, tx, item):
+        if isinstance(self.mod, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ParameterList)):
+            from .operators import is_same
+            return any(is_same(tx, item, m) for m in self.unpack(tx))
         k = item.as_python_constant()
         if isinstance(self.mod, torch.nn.ModuleDict):
             self._guard_len(tx)
             return k in self.mod._modules
+        if isinstance(self.mod, torch.nn.ParameterDict):
+            self._guard_params(tx)
+            return k in self.mod._parameters
         raise Unsupported(f"`in` on {type(self.mod).__name__}")
 
     # --- calls --------------------------------------------------------------
@@ -375,6 +409,9 @@ class _MemberIterMethod(Value):
     def __init__(self, owner: "ModuleValue", name: str):
         super().__init__()
         self.owner, self.name = owner, name
+
+    def python_type(self):
+        return types.MethodType
 
     def call(self, tx, args, kwargs):
         from .builder import wrap

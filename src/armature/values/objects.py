@@ -241,7 +241,11 @@ class ObjectValue(Value):
         d = getattr(self.obj, "__dict__", None)
         if d is not None and name in d:
             from .builder import wrap
-            return wrap(tx.ctx, d[name], AttrSource(self.source, name))
+            raw, _ = find_class_attr(self.cls, name)
+            # ``obj.name`` would run a data descriptor of the class: read the dict
+            src = ItemSource(AttrSource(self.source, "__dict__"), name) if _is_data_descriptor(raw) \
+                else AttrSource(self.source, name)
+            return wrap(tx.ctx, d[name], src)
         if d is not None and self.source is not None:
             tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
         return _MISSING
@@ -544,6 +548,10 @@ class SuperValue(Value):
                 raw = klass.__dict__[name]
                 if raw is object.__init__:
                     return _NoopInit()
+                import torch
+                from .modules import ModuleValue
+                if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
+                    return _ModuleMember(self.obj)
                 if raw is object.__setattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "set")
                 if raw is object.__delattr__ and isinstance(self.obj, ObjectValue):
@@ -553,6 +561,17 @@ class SuperValue(Value):
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 return bind_attr(tx, raw, klass, name, inst, cls_value)
         raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
+
+
+class _ModuleMember(Value):
+    """``super().__getattr__`` reaching ``nn.Module.__getattr__``."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def call(self, tx, args, kwargs):
+        return self.module.member(tx, args[0].as_python_constant())
 
 
 class _NoopInit(Value):

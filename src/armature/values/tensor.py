@@ -7,6 +7,7 @@ static for the life of a cache entry.
 from __future__ import annotations
 
 import operator
+import types
 from typing import Any
 
 import torch
@@ -200,7 +201,46 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
         def run():
             return target(*fake_args, **fake_kwargs)
     node, example = tx.ctx.graph.create_node(kind, target, tuple(node_args), node_kwargs, run)
+    if kind == "call_function" and not _has_tensor((fake_args, fake_kwargs)) and \
+            not _has_tensor(example):
+        # A query of global state (torch._C._is_any_autocast_enabled(),
+        # _len_torch_dispatch_stack()...): its real answer, not the one seen
+        # inside the tracer's fake mode, guarded on every call.
+        tx.ctx.graph.erase(node)
+        try:
+            real = target(*fake_args, **fake_kwargs)
+        except Exception as e:
+            raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
+        value = _constant_or_fail(real, node)
+        if not isinstance(target, types.FunctionType):  # Python helpers of torch are pure
+            _guard_global_query(tx, target, fake_args, fake_kwargs, real)
+        return value
     return wrap_example(tx, node, example)
+
+
+def _has_tensor(obj) -> bool:
+    if isinstance(obj, torch.Tensor):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_tensor(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_has_tensor(o) for o in obj.values())
+    return False
+
+
+def _guard_global_query(tx, fn, args, kwargs, result) -> None:
+    from ..guards.guard import Guard, Kind
+    consts = {"___q": fn, "___r": result}
+    text_args = []
+    for i, a in enumerate(args):
+        consts[f"___a{i}"] = a
+        text_args.append(f"___a{i}")
+    for k, v in kwargs.items():
+        consts[f"___k_{k}"] = v
+        text_args.append(f"{k}=___k_{k}")
+    name = getattr(fn, "__name__", str(fn))
+    tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___q({', '.join(text_args)}) == ___r",
+                            consts=consts, label=f"{name}() == {result!r}"))
 
 
 def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:

@@ -88,6 +88,9 @@ class TorchFunctionValue(Value):
         fn = self.fn
         if fn in _compiling_queries():
             return ConstantValue(True)
+        if fn is torch.is_grad_enabled or fn is torch._C.is_grad_enabled:
+            # the trace's own grad mode (the mode at entry is guarded)
+            return ConstantValue(tx.ctx.grad_enabled)
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
@@ -226,9 +229,17 @@ GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 def wrap_context_object(ctx, obj, source):
     """Context-manager instances passed into the frame (e.g. a stored
-    ``torch.no_grad()``)."""
-    if type(obj) in (torch.no_grad, torch.enable_grad):
-        return GradModeValue(type(obj), type(obj) is torch.enable_grad)
+    ``torch.no_grad()``, or the one a graph break hands to a resume
+    function, whose ``prev`` is what leaving the block restores)."""
+    t = type(obj)
+    if t in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
+        prev = getattr(obj, "prev", None)
+        if prev is not None and source is not None:
+            from ..guards.guard import Guard, Kind
+            from ..guards.sources import AttrSource
+            ctx.guards.add(Guard(Kind.CONSTANT_MATCH, AttrSource(source, "prev"), prev))
+        target = getattr(obj, "mode", t is torch.enable_grad)
+        return GradModeValue(t, bool(target), prev)
     return None
 
 

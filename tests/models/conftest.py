@@ -1,0 +1,29 @@
+"""Real-model suite: needs the [models] extra (torchvision, transformers,
+timm), which `./dev models` installs in .venv-models.  `./dev test` does not
+collect this directory; under a venv without the extra the test modules skip
+themselves (pytest.importorskip).
+
+Nothing here may reach the network: models are built from configs with
+random weights, and the hub is switched off before transformers is imported.
+"""
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_terminal_summary(terminalreporter):
+    try:
+        from zoo import GRAPH_COUNTS
+    except ImportError:
+        return
+    if not GRAPH_COUNTS:
+        return
+    tr = terminalreporter
+    tr.section("graph counts: armature / torch.compile")
+    for name, counts in sorted(GRAPH_COUNTS.items()):
+        modes = ("eval", "train") if len(counts) == 2 else ("decode",)
+        tr.write_line(f"{name:22s} " + "   ".join(f"{m}: {a} / {t}" for m, (a, t) in zip(modes, counts)))

@@ -1,0 +1,337 @@
+"""Minimal repros of what stops the real models of test_models.py, in plain
+Python + torch (no torchvision/transformers/timm needed).
+
+Each is the smallest program showing one construct a model's code uses at
+the place named in its docstring.  They are strict xfails: the day armature
+handles one, its test XPASSes and fails, so remove the mark and it becomes a
+regression test (and the models it unblocked move on in test_models.py).
+Every test checks eager's answer as well, so a fix must also be right.
+"""
+from __future__ import annotations
+
+import abc
+import collections
+import dataclasses
+import functools
+import inspect
+import os
+
+import pytest
+import torch
+
+import armature
+
+
+def xfail(reason):
+    return pytest.mark.xfail(strict=True, reason=f"armature: {reason}")
+
+
+def check(fn, *args):
+    """fullgraph compile, exactly one graph, same answer as eager."""
+    expected = fn(*args)
+    armature.reset()
+    actual = armature.compile(fn, backend="eager", fullgraph=True)(*args)
+    torch.testing.assert_close(actual, expected)
+
+
+X = torch.ones(2)
+
+
+# --- all four transformers models --------------------------------------------------
+
+
+class _Config:
+    """The shape of transformers' PretrainedConfig: attribute_map aliases."""
+    attribute_map = {"hidden_size": "d_model"}
+
+    def __init__(self):
+        self.d_model = 4
+        self.return_dict = True
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+_CFG = _Config()
+
+
+@xfail("an object whose class defines __getattribute__ (PretrainedConfig) -> "
+       "'custom __getattribute__ of ...' (values/objects.py ObjectValue.getattr); "
+       "transformers/utils/generic.py can_return_tuple: self.config.return_dict")
+def test_config_custom_getattribute():
+    def f(x):
+        return x * _CFG.hidden_size if _CFG.return_dict else x
+    check(f, X)
+
+
+def _forward(self, input_ids, use_cache=None):
+    return input_ids
+
+
+@xfail("attributes of a code object (func.__code__.co_varnames) -> 'custom __getattribute__ of code'; "
+       "transformers/utils/generic.py merge_with_config_defaults")
+def test_function_code_varnames():
+    def f(x):
+        return x + ("use_cache" in _forward.__code__.co_varnames)
+    check(f, X)
+
+
+@xfail("a jump whose target is an EXTENDED_ARG (a loop body over 255 instructions) -> internal error "
+       "'JUMP_BACKWARD: KeyError' (trace/frame.py instructions_of drops EXTENDED_ARG offsets from "
+       "index_of); transformers/utils/generic.py merge_with_config_defaults' for loop")
+def test_jump_to_extended_arg():
+    src = "def f(x):\n    for i in range(2):\n" + "        x = x + 1\n" * 70 + "    return x\n"
+    ns: dict = {}
+    exec(src, ns)
+    check(ns["f"], X)
+
+
+class _Registry(dict):
+    """The shape of transformers' _CanRecordRegistry."""
+
+    def get(self, key):
+        return super().get(key) or {}
+
+
+_REG = _Registry()
+
+
+@xfail("an instance of a dict subclass -> 'custom __getattribute__ of _Registry' (dict's slot "
+       "wrapper is not object.__getattribute__), then super().get() is 'call to dict.get'; "
+       "transformers/utils/output_capturing.py _CAN_RECORD_REGISTRY.get(self)")
+def test_dict_subclass_super_get():
+    def f(x):
+        return x + len(_REG.get("k"))
+    check(f, X)
+
+
+_LIN = torch.nn.Linear(2, 2)
+
+
+@xfail("module.__class__ -> \"descriptor '__class__' on Linear\" (values/modules.py); "
+       "transformers/utils/output_capturing.py: str(model.__class__)")
+def test_module_dunder_class():
+    def f(x):
+        return x + len(str(_LIN.__class__)) + (type(_LIN) is _LIN.__class__)
+    check(f, X)
+
+
+@xfail("IMPORT_NAME / IMPORT_FROM are not modelled (an import inside a function, of a module "
+       "already in sys.modules); transformers/utils/import_utils.py is_torchdynamo_compiling: "
+       "`import torch`")
+def test_import_inside_function():
+    def f(x):
+        import torch
+        from torch.nn import functional as F
+        return F.relu(x) + torch.ones(1)
+    check(f, X)
+
+
+class _Interface(collections.abc.MutableMapping):
+    """The shape of transformers' GeneralInterface (ALL_ATTENTION_FUNCTIONS)."""
+    _global_mapping = {"sdpa": 1}
+
+    def __init__(self):
+        self._local_mapping = {}
+
+    def __getitem__(self, key):
+        if key in self._local_mapping:
+            return self._local_mapping[key]
+        return self._global_mapping[key]
+
+    def __setitem__(self, key, value):
+        self._local_mapping[key] = value
+
+    def __delitem__(self, key):
+        del self._local_mapping[key]
+
+    def __iter__(self):
+        return iter({**self._global_mapping, **self._local_mapping})
+
+    def __len__(self):
+        return len(self._global_mapping.keys() | self._local_mapping.keys())
+
+
+_IFACE = _Interface()
+
+
+@xfail("`in` on a user object whose class has __contains__ (here inherited from "
+       "collections.abc.Mapping) -> '`in` on <...>' (values/operators.py contains); "
+       "transformers/modeling_utils.py AttentionInterface.get_interface")
+def test_in_on_mapping_object():
+    def f(x):
+        return x + ("sdpa" in _IFACE) + ("flash" in _IFACE)
+    check(f, X)
+
+
+@dataclasses.dataclass
+class _Output(collections.OrderedDict):
+    """The shape of transformers' ModelOutput: an OrderedDict dataclass with __new__."""
+    last_hidden_state: torch.Tensor = None
+    pooler_output: torch.Tensor = None
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, *args, **kwargs)
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+
+@xfail("constructing a ModelOutput (OrderedDict subclass, dataclass, __new__) -> "
+       "'creating an instance of ..., which defines __new__' (values/objects.py instantiate); "
+       "every transformers model's return BaseModelOutput...(...)")
+def test_model_output():
+    def f(x):
+        out = _Output(last_hidden_state=x + 1)
+        return out.last_hidden_state + out["last_hidden_state"] + out.to_tuple()[0] \
+            if hasattr(out, "to_tuple") else out.last_hidden_state + out["last_hidden_state"]
+    check(f, X)
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(2, 2)
+        self.b = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        x = self.a(x).relu()
+        armature.graph_break()
+        return self.b(x)
+
+
+def test_break_inside_compiled_module_still_compiles_parts():
+    """A break inside a compiled nn.Module's forward still compiles the parts
+    around it (it once left zero graphs: the break surfaced at the
+    CALL_FUNCTION_EX of api._module_call, where the callee was not swapped for
+    its compiled wrapper), as torch.compile does (2 graphs)."""
+    model = _Inner()
+    x = torch.randn(3, 2)
+    armature.reset()
+    explained = armature.explain(model)(x)
+    torch.testing.assert_close(explained.out, model(x))
+    assert explained.graph_count == 2, str(explained)
+
+
+def _wraps_deco(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@_wraps_deco
+def _wrapped_add(x):
+    return x + 1
+
+
+def _wraps_deco_break(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        armature.graph_break()
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@_wraps_deco_break
+def _wrapped_add_break(x):
+    return x + 1
+
+
+@xfail("compiling a functools.wraps-decorated function: runtime/compile_frame.py _root_frame binds "
+       "the arguments with inspect.signature(fn), which follows __wrapped__, so the root frame gets "
+       "the wrapped function's parameters (x) instead of the wrapper's (*args, **kwargs) -> "
+       "UnboundLocalError 'args'")
+def test_functools_wraps_root():
+    check(_wrapped_add, X)
+
+
+@xfail("the same without fullgraph is a wrong answer, not a fallback: a graph break inside a "
+       "functools.wraps wrapper makes a resume function without the `args` local, and the call "
+       "raises UnboundLocalError where eager returns; every transformers model (the "
+       "@can_return_tuple / @merge_with_config_defaults wrappers become compiled roots after a break)")
+def test_functools_wraps_with_break():
+    expected = _wrapped_add_break(X)
+    armature.reset()
+    actual = armature.compile(_wrapped_add_break, backend="eager")(X)
+    torch.testing.assert_close(actual, expected)
+
+
+# --- one or two models each -----------------------------------------------------------
+
+
+class _Owner:
+    def chunk(self, a, b):
+        return a
+
+
+_OWNER = _Owner()
+
+
+@xfail("attribute '__func__' of a bound method (inspect.signature(bound method) reads it); "
+       "transformers/pytorch_utils.py apply_chunking_to_forward (BERT)")
+def test_inspect_signature_of_bound_method():
+    def f(x):
+        return x + len(inspect.signature(_OWNER.chunk).parameters) + (_OWNER.chunk.__func__ is _Owner.chunk)
+    check(f, X)
+
+
+class _Layer(abc.ABC):
+    def __init__(self):
+        self.keys = None
+
+
+@xfail("instantiating an abc.ABC subclass -> 'creating an instance of _Layer (metaclass ABCMeta)'; "
+       "transformers/cache_utils.py DynamicCache(...) builds DynamicLayer()s (GPT-2, LLaMA with cache)")
+def test_instantiate_abc_subclass():
+    def f(x):
+        layer = _Layer()
+        return x + (layer.keys is None)
+    check(f, X)
+
+
+@xfail("getattr(None, name, default) raises Unsupported ('AttributeError reading ...') instead of "
+       "returning the default (values/constant.py ConstantValue.getattr); "
+       "transformers/masking_utils.py create_causal_mask (LLaMA)")
+def test_getattr_default_on_none():
+    def f(x):
+        return x + getattr(None, "is_compileable", False)
+    check(f, X)
+
+
+@xfail("torch.finfo(dtype) -> 'creating an instance of finfo, which defines __new__'; "
+       "transformers/integrations/sdpa_attention.py create_position_bias_mask (T5)")
+def test_torch_finfo():
+    def f(x):
+        return x.clamp(min=torch.finfo(x.dtype).min) + torch.finfo(torch.float16).eps
+    check(f, X)
+
+
+@torch.no_grad()
+def _no_grad_helper(x):
+    return x * 2
+
+
+@xfail("@torch.no_grad() as a decorator: torch/utils/_contextlib.py decorate_context clones the "
+       "context with self.__class__() -> \"attribute '__class__' of no_grad\"; "
+       "LlamaRotaryEmbedding.forward")
+def test_no_grad_decorator():
+    def f(x):
+        return _no_grad_helper(x) + 1
+    check(f, X)
+
+
+@xfail("os.environ.get(...) -> 'a dict with non-string/int keys passed into a compiled frame' "
+       "(os.environ._data has bytes keys); transformers/integrations/sdpa_attention.py "
+       "use_gqa_in_sdpa (LLaMA)")
+def test_os_environ_get():
+    def f(x):
+        if os.environ.get("ARMATURE_TEST_SOME_FLAG", "0") == "1":
+            return x - 1
+        return x + 1
+    check(f, X)
