@@ -79,6 +79,7 @@ class CompiledFunction:
         if cache.entries:
             cache.recompiles += 1
             reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
+            _note_changed_number(cache, f, args, kwargs)
             cache.recompile_reasons.append(reason)
             log_recompiles.debug("recompiling %s (recompile %d): guard failed: %s",
                                  f.__qualname__, cache.recompiles, reason)
@@ -92,7 +93,8 @@ class CompiledFunction:
                     RuntimeWarning, stacklevel=3)
                 return f(*args, **kwargs)
         try:
-            entry = compile_call(f, args, kwargs, self._backend, self._fullgraph)
+            entry = compile_call(f, args, kwargs, self._backend, self._fullgraph,
+                                 dynamic_sources=cache.dynamic_sources)
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
         if entry is None:  # the arguments do not bind: eager raises the TypeError
@@ -178,6 +180,18 @@ class CompiledModule(torch.nn.Module):
 
     def extra_repr(self):
         return f"compiled {type(self._orig_mod).__name__}"
+
+
+def _note_changed_number(cache, f, args, kwargs) -> None:
+    """Automatic dynamic for Python numbers: a number that made a guard fail
+    is kept symbolic from now on (see values/symbolic.py)."""
+    from .guards.build import failed_guard
+    from .guards.guard import Kind
+    for entry in cache.entries:
+        g = failed_guard(f, entry.guards, args, kwargs)
+        if g is not None and g != "unbound" and g.kind is Kind.CONSTANT_MATCH and \
+                type(g.expected) in (int, float) and g.source is not None:
+            cache.dynamic_sources.add(g.source)
 
 
 def _module_call(self, *args, **kwargs):

@@ -52,6 +52,12 @@ class ContainerMutated:
 
 
 @dataclass(eq=False)
+class ListAppend:
+    """Items appended to an outside list whose contents were never read."""
+    container: Value
+
+
+@dataclass(eq=False)
 class GlobalStore:
     globals_dict: dict
     name: str

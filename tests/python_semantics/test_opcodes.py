@@ -841,6 +841,124 @@ def import_star_via_getattr(x):
 
 
 # --------------------------------------------------------------------------
+# loops, jumps and small statements
+# --------------------------------------------------------------------------
+
+
+def for_else_no_break(x):
+    for i in range(3):
+        x = x + i
+    else:
+        x = x * 2
+    return x
+
+
+def for_else_with_break(x):
+    for i in range(5):
+        if i == 2:
+            break
+        x = x + i
+    else:
+        x = x * 100
+    return x, i
+
+
+def while_else_and_counter(x):
+    i = 0
+    while i < 3:
+        x = x * 1.5
+        i += 1
+    else:
+        x = x - i
+    return x
+
+
+def nested_loops_break_continue(x):
+    pairs = []
+    for i in range(4):
+        if i == 1:
+            continue
+        for j in range(4):
+            if j > i:
+                break
+            pairs.append((i, j))
+    return x + len(pairs), pairs
+
+
+def walrus_in_condition(x):
+    data = [3, 8, 1]
+    if (n := len(data)) > 2:
+        x = x * n
+    while (k := data.pop()) != 8:
+        x = x + k
+    return x, n, k, data
+
+
+def del_local_and_rebind(x):
+    y = x + 1
+    del y
+    y = x * 3
+    return y
+
+
+def augmented_immutables(x):
+    tp = (1,)
+    tp += (2, 3)
+    s = "a"
+    s += "bc"
+    s *= 2
+    n = 5
+    n **= 2
+    n //= 3
+    n %= 5
+    n <<= 3
+    n |= 1
+    return x * n, tp, s
+
+
+def ternary_chain(x, k):
+    label = "neg" if k < 0 else "zero" if k == 0 else "small" if k < 3 else "big"
+    return x * (1 if label == "big" else 2), label
+
+
+def star_in_return_and_subscript(x):
+    rest = [1, 2]
+    d = {(1, 2): x}
+    return (x, *rest), d[1, 2] * 2, d[(*rest,)] + 1
+
+
+def not_and_unary_ops(x):
+    a, b = 3, 0
+    return x * (not b), not a, -(-a), ~b, +a, not [], not [0]
+
+
+def nested_functions_same_names(x):
+    def f(v):
+        def f(v):
+            return v * 2
+
+        return f(v) + 1
+
+    return f(x)
+
+
+def loop_over_dict_while_building(x):
+    src = {"a": 1, "b": 2}
+    out = {}
+    for k, v in src.items():
+        out[k * 2] = x * v
+    return out
+
+
+def global_constant_reads(x):
+    return x * SCALE_CONST + len(NAMES_CONST), NAMES_CONST[-1]
+
+
+SCALE_CONST = 3
+NAMES_CONST = ("a", "b", "c")
+
+
+# --------------------------------------------------------------------------
 # case table
 # --------------------------------------------------------------------------
 
@@ -982,6 +1100,22 @@ CASES = [
     case(import_torch_inside, X, marks=NO_IMPORT),
     case(import_os_path, X, marks=NO_IMPORT),
     case(import_star_via_getattr, X, marks=NO_IMPORT),
+    # loops, jumps, small statements
+    case(for_else_no_break, X),
+    case(for_else_with_break, X),
+    case(while_else_and_counter, X),
+    case(nested_loops_break_continue, X),
+    case(walrus_in_condition, X),
+    case(del_local_and_rebind, X),
+    case(augmented_immutables, X),
+    case(ternary_chain, X, -1),
+    case(ternary_chain, X, 0, id="ternary_chain_zero"),
+    case(ternary_chain, X, 5, id="ternary_chain_big"),
+    case(star_in_return_and_subscript, X),
+    case(not_and_unary_ops, X),
+    case(nested_functions_same_names, X),
+    case(loop_over_dict_while_building, X),
+    case(global_constant_reads, X),
 ]
 
 

@@ -88,9 +88,11 @@ def os_getcwd(x):
     return x + (1 if here else 0)
 
 
-def set_display(x):
-    s = {1, 2}  # <- unsupported
-    return x * len(s)
+def class_statement(x):
+    class Local:  # <- unsupported
+        k = 2
+
+    return x * Local.k
 
 
 def tensor_missing_attribute(x):
@@ -136,7 +138,7 @@ UNSUPPORTED = [
     ucase(tensor_tolist, X, construct="tolist"),
     ucase(eval_string, X, construct="eval"),
     ucase(os_getcwd, X, construct="getcwd"),
-    ucase(set_display, X, construct="BUILD_SET", marks=NO_HINT),
+    ucase(class_statement, X, construct="LOAD_BUILD_CLASS", marks=NO_HINT),
     ucase(tensor_missing_attribute, X, construct="nope", marks=NO_HINT),
     ucase(globals_call, X, construct="globals"),
     ucase(tensor_numpy, X, construct="numpy"),
@@ -217,15 +219,40 @@ PENDING_BODIES = [
     ("item_then_call", "v = x.sum().item()\n    return round(v)"),
 ]
 
+#: programs that fail today, one subprocess each (strict xfail)
+FAILING_BODIES = [
+    pytest.param(
+        # CPython emits BUILD_LIST 0 + LIST_APPEND for displays of more than 30 items
+        "return [" + ", ".join(["x"] * 30) + ", print('hi')]",
+        id="print_inside_list_display_of_31_items",
+        marks=xfail("a break inside a list display of > 30 items (LIST_APPEND form) raises MemoryError in the resume function"),
+    ),
+    pytest.param(
+        "return {" + ", ".join(f"'k{i}': x" for i in range(30)) + ", 'p': print('hi')}",
+        id="print_inside_dict_display_of_31_items",
+        marks=xfail("a break inside a dict display of > 30 items (MAP_ADD form) leaks RuntimeError 'Failed to compute stacksize'"),
+    ),
+]
+
+
+def _run_programs(bodies):
+    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = _PROGRAM.format(tests=tests_dir, bodies=bodies)
+    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=120)
+    matched = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("MATCH")]
+    assert proc.returncode == 0 and matched == [name for name, _ in bodies], (
+        f"rc={proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-3000:]}"
+    )
+
 
 @pytest.mark.skipif(USING_TORCH, reason="armature-specific crash reproduction")
 def test_graph_break_with_pending_call_matches_eager():
     """All programs in one subprocess (one torch import); a crash names the
     program it happened in (the last BEGIN without a MATCH)."""
-    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    src = _PROGRAM.format(tests=tests_dir, bodies=PENDING_BODIES)
-    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=120)
-    matched = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("MATCH")]
-    assert proc.returncode == 0 and matched == [name for name, _ in PENDING_BODIES], (
-        f"rc={proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-3000:]}"
-    )
+    _run_programs(PENDING_BODIES)
+
+
+@pytest.mark.skipif(USING_TORCH, reason="armature-specific crash reproduction")
+@pytest.mark.parametrize("body", FAILING_BODIES)
+def test_graph_break_in_long_display_matches_eager(body):
+    _run_programs([("program", body)])

@@ -55,6 +55,15 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
                 vals = out.new_temp()
                 out.instr("STORE_FAST", vals.name)
                 plans.append((replay.replace_list, (target, vals)))
+        elif isinstance(rec, fx.ListAppend):
+            c = rec.container
+            target = _materialize_source(out, c)
+            for v in c.appended:
+                out.reconstruct(v)
+            out.instr("BUILD_TUPLE", len(c.appended))
+            vals = out.new_temp()
+            out.instr("STORE_FAST", vals.name)
+            plans.append((replay.extend_list, (target, vals)))
         elif isinstance(rec, fx.GlobalStore):
             if rec.value is None:
                 plans.append((replay.delete_global, (rec.globals_dict, rec.name)))

@@ -77,8 +77,33 @@ def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple
         if n:
             offsets[new_insts[pos].offset] = orig.offset
         pos += n
+    new_code = _fix_handler_depths(new_code, code, offsets, len(null_mask))
     ORIGIN[new_code] = (code, offsets)
     return new_code
+
+
+_UNSET_DEPTH = 32768
+
+
+def _fix_handler_depths(new_code, code, offsets, nstack):
+    """The prologue jumps past the original entry, so `bytecode` never walks
+    the try-blocks that start before the continuation and leaves their
+    handler depths unset.  A handler's depth is a property of the original
+    code: copy it from there, matching entries by handler target."""
+    from bytecode import ConcreteBytecode
+    cb = ConcreteBytecode.from_code(new_code)
+    if not any(e.stack_depth == _UNSET_DEPTH for e in cb.exception_table):
+        return new_code
+    from ..trace.pyversion import exception_table
+    depth_of = {e.target: (e.depth, e.lasti) for e in exception_table(code)}
+    for e in cb.exception_table:
+        orig_target = offsets.get(e.target * 2)
+        if orig_target is None or orig_target not in depth_of:
+            raise ValueError("cannot map an exception handler of the resume function")
+        e.stack_depth, e.push_lasti = depth_of[orig_target]
+    # handlers the analysis skipped need the original frame's depth at most
+    stacksize = max(new_code.co_stacksize, code.co_stacksize + 2)
+    return cb.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
 
 
 #: resume code -> (original code, {resume offset: original offset})

@@ -150,15 +150,25 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
 def explain_failure(fn: types.FunctionType, guards: list[Guard], args, kwargs) -> str | None:
     """Evaluate guards one by one (slow path, only on a cache miss) and say
     which failed, with the value seen now."""
+    g = failed_guard(fn, guards, args, kwargs)
+    if g is None:
+        return None
+    if g == "unbound":
+        return "the call's arguments no longer bind the same way"
+    now = _current_value(fn, g, args, kwargs)
+    return f"{g.describe()}  (now: {now})"
+
+
+def failed_guard(fn: types.FunctionType, guards: list[Guard], args, kwargs):
+    """The first guard (cheapest first) that fails for this call."""
     for g in sorted(guards, key=lambda g: g.kind):
         one = build_guard_function(fn, [g])
         try:
             ok = one(*args, ___f=fn, **kwargs)
         except TypeError:
-            return "the call's arguments no longer bind the same way"
+            return "unbound"
         if not ok:
-            now = _current_value(fn, g, args, kwargs)
-            return f"{g.describe()}  (now: {now})"
+            return g
     return None
 
 

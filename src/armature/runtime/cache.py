@@ -45,6 +45,9 @@ class CodeCache:
     recompiles: int = 0
     limit_hit: bool = False
     recompile_reasons: list[str] = field(default_factory=list)
+    #: sources of Python numbers that changed between calls: later traces
+    #: keep them symbolic (computed in residual code) instead of specialising
+    dynamic_sources: set = field(default_factory=set)
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
@@ -54,6 +57,7 @@ class CodeCache:
         self.recompiles = 0
         self.limit_hit = False
         self.recompile_reasons.clear()
+        self.dynamic_sources.clear()
 
 
 _ALL: "weakref.WeakSet[CodeCache]" = weakref.WeakSet()

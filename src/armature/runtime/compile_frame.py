@@ -99,7 +99,7 @@ def _binds(fn, args, kwargs) -> bool:
 
 
 def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
-                 resume_depth: int = 0) -> CacheEntry | None:
+                 dynamic_sources=frozenset()) -> CacheEntry | None:
     """Trace and compile one call; None when the arguments do not bind (the
     caller then runs the function so that eager's TypeError is raised)."""
     if not _binds(fn, args, kwargs):
@@ -119,6 +119,7 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     from_callee = False
     while True:
         ctx = TraceContext(fn, config_mod.config)
+        ctx.dynamic_sources = dynamic_sources
         frame = _root_frame(ctx, fn, args, kwargs)
         frame.break_at = plan
         body = Emitter()

@@ -118,3 +118,7 @@ def iterator_sequence(it):
 def replace_set(s, items):
     s.clear()
     s.update(items)
+
+
+def extend_list(lst, items):
+    lst.extend(items)

@@ -38,6 +38,8 @@ class TraceContext:
         from ..effects import SideEffects
         self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}
+        #: sources whose Python numbers stay symbolic (automatic dynamic)
+        self.dynamic_sources = frozenset()
         self.initial_grad_enabled = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
         self._global_hooks_guarded = False

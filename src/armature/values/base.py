@@ -115,6 +115,14 @@ def realize(ctx, v: Value) -> Value:
     return v.realize(ctx) if type(v) is LazyValue else v
 
 
+def concrete(tx, v: Value) -> Value:
+    """``v`` with symbolic numbers specialised (guarded), for operations that
+    need the actual value."""
+    v = realize(tx.ctx, v)
+    from .symbolic import SymbolicNumberValue
+    return v.specialize(tx) if isinstance(v, SymbolicNumberValue) else v
+
+
 def _delegate(name):
     def method(self, *args, **kwargs):
         return getattr(self.realize(), name)(*args, **kwargs)

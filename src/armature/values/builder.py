@@ -92,6 +92,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
             node, fake = ctx.graph.add_input(obj, source)
         return TensorValue(node, fake, cls=t, source=source)
+    if t in (int, float) and source is not None and source in ctx.dynamic_sources:
+        from .symbolic import SymbolicNumberValue
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        return SymbolicNumberValue(obj, source, ctx)
     if t in _CONSTANT_TYPES:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
@@ -101,6 +105,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is torch.Size:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
+    if t is list and source is not None:
+        _guard(ctx, Kind.TYPE_MATCH, source, t)
+        return containers.LazyListValue(obj, source, ctx)
     if t in (tuple, list) or (isinstance(obj, tuple) and hasattr(t, "_fields")):
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         _guard(ctx, Kind.LEN_MATCH, source, len(obj))

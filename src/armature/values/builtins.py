@@ -11,7 +11,7 @@ import operator
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
-from .base import Value, realize
+from .base import Value, concrete, realize
 from .constant import ConstantValue
 from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
 
@@ -49,8 +49,8 @@ class BuiltinValue(Value):
 
     def call(self, tx, args, kwargs):
         if self.fn is not print:
-            args = [realize(tx.ctx, a) for a in args]
-            kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
+            args = [concrete(tx, a) for a in args]
+            kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
         handler = RULES.get(self.fn)
         if handler is not None:
             return handler(tx, *args, **kwargs)

@@ -149,6 +149,9 @@ class ListValue(_Sequence):
     def python_type(self):
         return list
 
+    def _new(self, items):
+        return ListValue(items)
+
     def as_python_constant(self):
         return [i.as_python_constant() for i in self.items]
 
@@ -538,3 +541,61 @@ def _const_iterable(tx, v: Value):
     if isinstance(v, SetValue):
         return set(v.items)
     return [_key(i) for i in tx.iterate(v)]
+
+
+class LazyListValue(ListValue):
+    """A list that existed before the frame, read lazily.
+
+    Appending needs nothing about the list but its type, so ``log.append(x)``
+    or ``history += [y]`` on a list that grows every call is recorded as an
+    append (replayed as ``lst.append``) without guarding the length -- a
+    growing list does not recompile.  Anything that looks at the contents
+    (len, iteration, indexing, other mutations) realizes it: the length and
+    items are guarded from then on, and pending appends become part of the
+    final contents that are written back."""
+
+    def __init__(self, obj: list, source, ctx):
+        super().__init__([], source)
+        self.obj = obj
+        self.ctx = ctx
+        self._items: list | None = None
+        self.appended: list = []      # pending appends while unrealized
+        self.append_record = None
+
+    @property
+    def items(self):
+        if self._items is None:
+            self._realize()
+        return self._items
+
+    @items.setter
+    def items(self, value):
+        self._items = value
+
+    def _realize(self):
+        from ..guards.guard import Guard, Kind
+        from ..guards.sources import ItemSource
+        from .builder import wrap
+        ctx = self.ctx
+        ctx.guards.add(Guard(Kind.LEN_MATCH, self.source, len(self.obj)))
+        self._items = [wrap(ctx, v, ItemSource(self.source, i)) for i, v in enumerate(self.obj)]
+        if self.appended:
+            # the appends are now part of the final contents written back
+            self._items.extend(self.appended)
+            self.appended = []
+            ctx.effects.log.remove(self.append_record)
+            ctx.effects.container_mutated(self)
+
+    def method(self, tx, name, args, kwargs):
+        if self._items is None and name in ("append", "extend") and not kwargs:
+            if name == "append":
+                new = [args[0]]
+            else:
+                new = tx.iterate(args[0])
+            if self.append_record is None:
+                from ..effects import ListAppend
+                self.append_record = ListAppend(self)
+                tx.ctx.effects.record(self.append_record)
+            self.appended.extend(new)
+            return ConstantValue(None)
+        return super().method(tx, name, args, kwargs)

@@ -9,7 +9,7 @@ import operator
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, user_error
-from .base import Value, realize
+from .base import Value, concrete, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
 from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
 from .tensor import TensorValue, graph_call
@@ -28,6 +28,14 @@ def _fold(op: Callable, *args):
 
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    from .symbolic import SymbolicNumberValue
+    if isinstance(a, SymbolicNumberValue) or isinstance(b, SymbolicNumberValue):
+        out = a.binary(tx, op, b, False) if isinstance(a, SymbolicNumberValue) else None
+        if out is None and isinstance(b, SymbolicNumberValue) and not isinstance(a, TensorValue):
+            out = b.binary(tx, op, a, True)
+        if out is not None:
+            return out
+        a, b = concrete(tx, a), concrete(tx, b)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         if op in _INPLACE and isinstance(a, TensorValue):
             graph_call(tx, "call_function", op, [a, b], {})
@@ -55,7 +63,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
                 seq._check_mutable(tx)
                 seq.items[:] = seq.items * n.value
                 return seq
-            return type(seq)(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
+            return ListValue(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
     if base is operator.or_ and type(a) is DictValue and type(b) is DictValue and a.cls is dict and b.cls is dict:
         if op is operator.ior:
             a.method(tx, "update", [b], {})
@@ -79,7 +87,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
 
 
 def unary_op(tx, op: Callable, a: Value) -> Value:
-    a = realize(tx.ctx, a)
+    a = concrete(tx, a)
     if op is operator.not_:
         return ConstantValue(not a.truth(tx))
     if isinstance(a, TensorValue):
@@ -90,7 +98,7 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
 
 
 def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
-    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    a, b = concrete(tx, a), concrete(tx, b)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         return graph_call(tx, "call_function", op, [a, b], {})
     if op in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
@@ -125,7 +133,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
 
 
 def values_equal(tx, a: Value, b: Value) -> bool:
-    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    a, b = concrete(tx, a), concrete(tx, b)
     if a is b and not isinstance(a, TensorValue):
         return True
     if a.is_python_constant() and b.is_python_constant():
@@ -146,7 +154,7 @@ def values_equal(tx, a: Value, b: Value) -> bool:
 
 
 def contains(tx, item: Value, container: Value) -> bool:
-    item, container = realize(tx.ctx, item), realize(tx.ctx, container)
+    item, container = concrete(tx, item), realize(tx.ctx, container)
     from .containers import SetValue
     if isinstance(container, (DictValue, SetValue)):
         return container.method(tx, "__contains__", [item], {}).value
@@ -165,7 +173,7 @@ def contains(tx, item: Value, container: Value) -> bool:
 
 
 def getitem(tx, obj: Value, index: Value) -> Value:
-    obj, index = realize(tx.ctx, obj), realize(tx.ctx, index)
+    obj, index = realize(tx.ctx, obj), concrete(tx, index)
     if isinstance(obj, TensorValue):
         return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
     if hasattr(obj, "getitem"):

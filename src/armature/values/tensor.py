@@ -189,8 +189,23 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
     raise Unsupported(f"passing {v} to a torch op")
 
 
+def _specialized(tx, v: Value) -> Value:
+    """Symbolic numbers inside an op's arguments take their (guarded) value:
+    the graph is specialised on them (SymInt inputs are future work)."""
+    from .base import concrete
+    from .containers import ListValue, TupleValue
+    v = concrete(tx, v)
+    if isinstance(v, TupleValue):
+        return TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
+    if type(v) is ListValue:
+        return ListValue([_specialized(tx, i) for i in v.items])
+    return v
+
+
 def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Add one op to the graph and wrap what it returns."""
+    args = [_specialized(tx, a) for a in args]
+    kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
     node_args, fake_args = zip(*[to_graph_arg(a) for a in args]) if args else ((), ())
     node_kwargs = {k: to_graph_arg(v)[0] for k, v in kwargs.items()}
     fake_kwargs = {k: to_graph_arg(v)[1] for k, v in kwargs.items()}

@@ -1,0 +1,110 @@
+"""Python numbers that are not specialised: automatic dynamic for scalars.
+
+A number read from a source whose value changed between calls (a step
+counter on a module, a loop index handed to a resume function) becomes a
+SymbolicNumberValue: its trace-time value is only an example.  Arithmetic
+with constants and other symbolic numbers builds an expression (a Source
+that renders as Python code), which residual bytecode evaluates at run time
+-- so ``self.steps += 1`` or ``print(step)`` never guard on the value.  Only
+when the traced code needs the concrete value (a branch, a tensor op
+argument, an index) is it specialised: a guard on the expression, exactly
+as a constant would have been guarded.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from bytecode import BinaryOp
+
+from ..guards.guard import Guard, Kind
+from ..guards.sources import Source
+from .base import Value
+from .constant import ConstantValue
+
+_BINOPS = {
+    operator.add: ("+", BinaryOp.ADD), operator.sub: ("-", BinaryOp.SUBTRACT),
+    operator.mul: ("*", BinaryOp.MULTIPLY), operator.floordiv: ("//", BinaryOp.FLOOR_DIVIDE),
+    operator.truediv: ("/", BinaryOp.TRUE_DIVIDE), operator.mod: ("%", BinaryOp.REMAINDER),
+    operator.pow: ("**", BinaryOp.POWER),
+}
+_INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+            operator.ifloordiv: operator.floordiv, operator.itruediv: operator.truediv,
+            operator.imod: operator.mod, operator.ipow: operator.pow}
+
+
+@dataclass(frozen=True)
+class BinOpSource(Source):
+    """``left <op> right`` over sources and literal numbers."""
+
+    op: Any
+    left: Any
+    right: Any
+
+    def _operand(self, x, pool):
+        return f"({pool.render(x)})" if isinstance(x, Source) else repr(x)
+
+    def expr(self, pool):
+        sym = _BINOPS[self.op][0]
+        return f"{self._operand(self.left, pool)} {sym} {self._operand(self.right, pool)}"
+
+    def emit(self, out):
+        for x in (self.left, self.right):
+            if isinstance(x, Source):
+                x.emit(out)
+            else:
+                out.load_const(x)
+        out.instr("BINARY_OP", _BINOPS[self.op][1])
+
+    def __str__(self):
+        return f"({self.left} {_BINOPS[self.op][0]} {self.right})"
+
+
+class SymbolicNumberValue(Value):
+    def __init__(self, example: int | float, expr: Source, ctx):
+        super().__init__(expr)
+        self.example = example
+        self.ctx = ctx
+
+    def python_type(self):
+        return type(self.example)
+
+    # Anything that needs the value specialises it.
+    def specialize(self, tx=None) -> ConstantValue:
+        self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, self.source, self.example))
+        return ConstantValue(self.example)
+
+    def is_python_constant(self):
+        return False  # folding paths leave it alone ...
+
+    def as_python_constant(self):
+        return self.specialize().value  # ... but whoever needs the value gets it, guarded
+
+    def truth(self, tx):
+        return self.specialize(tx).truth(tx)
+
+    def binary(self, tx, op, other: Value, reflected: bool) -> Value | None:
+        base = _INPLACE.get(op, op)
+        if base not in _BINOPS:
+            return None
+        if isinstance(other, SymbolicNumberValue):
+            o_expr, o_ex = other.source, other.example
+        elif isinstance(other, ConstantValue) and type(other.value) in (int, float) and \
+                type(other.value) is not bool:
+            o_expr, o_ex = other.value, other.value
+        else:
+            return None
+        left, right = (o_expr, self.source) if reflected else (self.source, o_expr)
+        lx, rx = (o_ex, self.example) if reflected else (self.example, o_ex)
+        try:
+            example = base(lx, rx)
+        except Exception:
+            return None  # e.g. division by zero: let the constant path raise
+        return SymbolicNumberValue(example, BinOpSource(base, left, right), self.ctx)
+
+    def reconstruct(self, out):
+        self.source.emit(out)
+
+    def __repr__(self):
+        return f"<symbolic {type(self.example).__name__} {self.source} (e.g. {self.example})>"
