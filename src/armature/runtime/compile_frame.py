@@ -60,7 +60,7 @@ class GraphBreak:
 
 
 def _root_frame(ctx: TraceContext, fn: types.FunctionType, args, kwargs) -> Frame:
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)  # the code we trace, not __wrapped__
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     locals_ = {}
@@ -92,7 +92,7 @@ def _innermost_user_location(stack) -> UserLocation | None:
 
 def _binds(fn, args, kwargs) -> bool:
     try:
-        inspect.signature(fn).bind(*args, **kwargs)
+        inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
         return True
     except TypeError:
         return False

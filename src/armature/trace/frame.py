@@ -19,8 +19,19 @@ from .context import TraceContext
 
 @functools.lru_cache(maxsize=4096)
 def instructions_of(code: types.CodeType) -> tuple[tuple[dis.Instruction, ...], dict[int, int]]:
-    insts = tuple(i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG")
-    return insts, {inst.offset: i for i, inst in enumerate(insts)}
+    all_insts = list(dis.get_instructions(code))
+    insts = tuple(i for i in all_insts if i.opname != "EXTENDED_ARG")
+    index_of = {inst.offset: i for i, inst in enumerate(insts)}
+    # a jump may target the EXTENDED_ARG prefix of an instruction
+    pending = []
+    for inst in all_insts:
+        if inst.opname == "EXTENDED_ARG":
+            pending.append(inst.offset)
+        else:
+            for off in pending:
+                index_of[off] = index_of[inst.offset]
+            pending = []
+    return insts, index_of
 
 
 @functools.lru_cache(maxsize=4096)

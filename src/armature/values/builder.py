@@ -175,6 +175,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if obj in torch_ops.GRAD_MODE_CLASSES:
             return torch_ops.GradModeClassValue(obj, source)
         return objects.ClassValue(obj, source)
+    if t is types.CodeType:
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConstantValue(obj, source)
     if isinstance(obj, enum.Enum):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return ConstantValue(obj, source)

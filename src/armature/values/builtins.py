@@ -362,3 +362,20 @@ def _super(tx, *args):
 
 
 from . import stdlib as _stdlib  # noqa: E402,F401  (registers stdlib rules, lazy zip/map/...)
+
+
+def _torch_type_info(kind):
+    def rule(tx, *args, **kwargs):
+        from .containers import unwrap_constants
+        a, k = unwrap_constants(args, kwargs, what=f"torch.{kind.__name__}()")
+        try:
+            return ConstantValue(kind(*a, **k))
+        except Exception as e:
+            raise Unsupported(f"torch.{kind.__name__}() raised {type(e).__name__}: {e}")
+    return rule
+
+
+import torch as _torch  # noqa: E402
+
+RULES[_torch.finfo] = _torch_type_info(_torch.finfo)
+RULES[_torch.iinfo] = _torch_type_info(_torch.iinfo)

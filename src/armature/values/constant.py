@@ -9,8 +9,10 @@ from .base import Value
 
 # Types whose methods are pure and whose instances are immutable, so calls on
 # them can be folded at trace time.
+import types as _types
+
 FOLDABLE_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
-                  range, slice, frozenset, tuple)
+                  range, slice, frozenset, tuple, _types.CodeType)
 
 
 class ConstantValue(Value):
@@ -44,7 +46,8 @@ class ConstantValue(Value):
         try:
             attr = getattr(self.value, name)
         except AttributeError as e:
-            raise Unsupported(f"AttributeError reading {name!r} of {type(self.value).__name__}: {e}")
+            from ..diagnostics.errors import user_error
+            raise user_error(AttributeError, str(e))
         if callable(attr) and not isinstance(self.value, FOLDABLE_TYPES + (_torch_meta_types())):
             raise Unsupported(f"method {name!r} of {type(self.value).__name__}")
         if callable(attr):
@@ -60,7 +63,7 @@ class ConstantValue(Value):
 
 def _torch_meta_types():
     import torch
-    return (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format)
+    return (torch.dtype, torch.device, torch.Size, torch.layout, torch.memory_format, torch.finfo, torch.iinfo)
 
 
 class ConstantMethodValue(Value):

@@ -126,7 +126,8 @@ class _Function(Value):
         # locals are keyed by the code's own names, taken by position.
         names = self.code.co_varnames
         for pos, p in enumerate(sig.parameters.values()):
-            local = names[pos]
+            # (co_varnames puts keyword-only parameters before *args: map by name)
+            local = p.name if p.name in names else names[pos]
             if p.name in bound.arguments:
                 v = bound.arguments[p.name]
                 if p.kind is p.VAR_POSITIONAL:

@@ -65,6 +65,8 @@ class ModuleValue(Value):
         mod = self.mod
         d = mod.__dict__
         from ..effects import DELETED
+        if name == "__class__":
+            return wrap(tx.ctx, type(mod), None)
         deleted = False
         if name in self.attrs:
             v = self.attrs[name]

@@ -268,9 +268,17 @@ class ObjectValue(Value):
     # --- attribute protocol --------------------------------------------------------
     def getattr(self, tx, name):
         cls_value = self._class_value(tx)
-        ga, _, _ = cls_value.lookup(tx, "__getattribute__")
+        ga, owner, _ = cls_value.lookup(tx, "__getattribute__")
         if ga is not object.__getattribute__:
-            raise Unsupported(f"custom __getattribute__ of {self.cls.__name__}")
+            if isinstance(ga, types.FunctionType):
+                return bind_attr(tx, ga, owner, "__getattribute__", self, cls_value).call(
+                    tx, [ConstantValue(name)], {})
+            raise Unsupported(f"the C __getattribute__ of {self.cls.__name__}")
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name):
+        """``object.__getattribute__`` (with ``__getattr__`` as fallback)."""
+        cls_value = self._class_value(tx)
         if name == "__class__":
             return cls_value
         if name == "__dict__":
@@ -554,6 +562,8 @@ class SuperValue(Value):
                     return _ModuleMember(self.obj)
                 if raw is object.__setattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "set")
+                if raw is object.__getattribute__ and isinstance(self.obj, ObjectValue):
+                    return _BoundGeneric(self.obj, "get")
                 if raw is object.__delattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "del")
                 from .builder import wrap
@@ -586,6 +596,8 @@ class _BoundGeneric(Value):
 
     def call(self, tx, args, kwargs):
         name = args[0].as_python_constant()
+        if self.kind == "get":
+            return self.obj.generic_getattr(tx, name)
         if self.kind == "set":
             self.obj.generic_setattr(tx, name, args[1])
         else:

@@ -162,6 +162,12 @@ def contains(tx, item: Value, container: Value) -> bool:
         return any(values_equal(tx, item, x) for x in container.items)
     if hasattr(container, "contains"):
         return container.contains(tx, item)
+    from .objects import ObjectValue
+    if isinstance(container, ObjectValue):
+        m = container.dunder(tx, "__contains__")
+        if m is not None:
+            return m.call(tx, [item], {}).truth(tx)
+        return any(values_equal(tx, item, v) for v in tx.iterate(container))
     if isinstance(container, ConstantValue):
         return bool(_fold(operator.contains, container.value, item.as_python_constant()))
     if isinstance(container, TensorValue):

@@ -164,6 +164,8 @@ class GradModeValue(Value):
     def getattr(self, tx, name):
         if name in ("__enter__", "__exit__"):
             return _CtxMethod(self, name)
+        if name == "__class__":
+            return GradModeClassValue(self.cls)
         raise Unsupported(f"attribute {name!r} of {self.cls.__name__}")
 
     def reconstruct(self, out):

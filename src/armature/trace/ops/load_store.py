@@ -195,3 +195,46 @@ def delete_deref(f, inst):
 @opcode("LOAD_CLOSURE")
 def load_closure(f, inst):
     f.push(_cell(f, inst.argval))
+
+
+# --- imports of modules that are already imported ------------------------------
+
+def _resolve(f, name: str, level: int) -> str:
+    if level == 0:
+        return name
+    import importlib.util
+    g = f.f_globals
+    package = g.get("__package__") or g.get("__name__", "").rpartition(".")[0]
+    return importlib.util.resolve_name("." * level + name, package)
+
+
+@opcode("IMPORT_NAME")
+def import_name(f, inst):
+    import sys
+    fromlist = f.pop().as_python_constant()
+    level = f.pop().as_python_constant()
+    full = _resolve(f, inst.argval, level)
+    if full not in sys.modules:
+        raise Unsupported(f"importing {full!r}, which is not imported yet",
+                          hint="import it at module level so that importing has no side effects here")
+    mod = sys.modules[full] if fromlist else sys.modules[full.partition(".")[0]]
+    f.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___m.get(___n) is ___v",
+                           consts={"___m": sys.modules, "___n": full, "___v": sys.modules[full]},
+                           label=f"sys.modules[{full!r}] is unchanged"))
+    f.push(wrap(f.ctx, mod, None))
+
+
+@opcode("IMPORT_FROM")
+def import_from(f, inst):
+    import sys
+    mod = f.stack[-1]
+    name = inst.argval
+    real = mod.as_python_constant()
+    if hasattr(real, name):
+        f.push(mod.getattr(f, name))
+        return
+    sub = f"{getattr(real, '__name__', '')}.{name}"
+    if sub in sys.modules:
+        f.push(wrap(f.ctx, sys.modules[sub], None))
+        return
+    raise user_error(ImportError, f"cannot import name {name!r} from {getattr(real, '__name__', '?')!r}")
