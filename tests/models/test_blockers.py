@@ -57,9 +57,6 @@ class _Config:
 _CFG = _Config()
 
 
-@xfail("an object whose class defines __getattribute__ (PretrainedConfig) -> "
-       "'custom __getattribute__ of ...' (values/objects.py ObjectValue.getattr); "
-       "transformers/utils/generic.py can_return_tuple: self.config.return_dict")
 def test_config_custom_getattribute():
     def f(x):
         return x * _CFG.hidden_size if _CFG.return_dict else x
@@ -70,17 +67,12 @@ def _forward(self, input_ids, use_cache=None):
     return input_ids
 
 
-@xfail("attributes of a code object (func.__code__.co_varnames) -> 'custom __getattribute__ of code'; "
-       "transformers/utils/generic.py merge_with_config_defaults")
 def test_function_code_varnames():
     def f(x):
         return x + ("use_cache" in _forward.__code__.co_varnames)
     check(f, X)
 
 
-@xfail("a jump whose target is an EXTENDED_ARG (a loop body over 255 instructions) -> internal error "
-       "'JUMP_BACKWARD: KeyError' (trace/frame.py instructions_of drops EXTENDED_ARG offsets from "
-       "index_of); transformers/utils/generic.py merge_with_config_defaults' for loop")
 def test_jump_to_extended_arg():
     src = "def f(x):\n    for i in range(2):\n" + "        x = x + 1\n" * 70 + "    return x\n"
     ns: dict = {}
@@ -110,17 +102,12 @@ def test_dict_subclass_super_get():
 _LIN = torch.nn.Linear(2, 2)
 
 
-@xfail("module.__class__ -> \"descriptor '__class__' on Linear\" (values/modules.py); "
-       "transformers/utils/output_capturing.py: str(model.__class__)")
 def test_module_dunder_class():
     def f(x):
         return x + len(str(_LIN.__class__)) + (type(_LIN) is _LIN.__class__)
     check(f, X)
 
 
-@xfail("IMPORT_NAME / IMPORT_FROM are not modelled (an import inside a function, of a module "
-       "already in sys.modules); transformers/utils/import_utils.py is_torchdynamo_compiling: "
-       "`import torch`")
 def test_import_inside_function():
     def f(x):
         import torch
@@ -157,9 +144,6 @@ class _Interface(collections.abc.MutableMapping):
 _IFACE = _Interface()
 
 
-@xfail("`in` on a user object whose class has __contains__ (here inherited from "
-       "collections.abc.Mapping) -> '`in` on <...>' (values/operators.py contains); "
-       "transformers/modeling_utils.py AttentionInterface.get_interface")
 def test_in_on_mapping_object():
     def f(x):
         return x + ("sdpa" in _IFACE) + ("flash" in _IFACE)
@@ -243,18 +227,10 @@ def _wrapped_add_break(x):
     return x + 1
 
 
-@xfail("compiling a functools.wraps-decorated function: runtime/compile_frame.py _root_frame binds "
-       "the arguments with inspect.signature(fn), which follows __wrapped__, so the root frame gets "
-       "the wrapped function's parameters (x) instead of the wrapper's (*args, **kwargs) -> "
-       "UnboundLocalError 'args'")
 def test_functools_wraps_root():
     check(_wrapped_add, X)
 
 
-@xfail("the same without fullgraph is a wrong answer, not a fallback: a graph break inside a "
-       "functools.wraps wrapper makes a resume function without the `args` local, and the call "
-       "raises UnboundLocalError where eager returns; every transformers model (the "
-       "@can_return_tuple / @merge_with_config_defaults wrappers become compiled roots after a break)")
 def test_functools_wraps_with_break():
     expected = _wrapped_add_break(X)
     armature.reset()
@@ -295,17 +271,12 @@ def test_instantiate_abc_subclass():
     check(f, X)
 
 
-@xfail("getattr(None, name, default) raises Unsupported ('AttributeError reading ...') instead of "
-       "returning the default (values/constant.py ConstantValue.getattr); "
-       "transformers/masking_utils.py create_causal_mask (LLaMA)")
 def test_getattr_default_on_none():
     def f(x):
         return x + getattr(None, "is_compileable", False)
     check(f, X)
 
 
-@xfail("torch.finfo(dtype) -> 'creating an instance of finfo, which defines __new__'; "
-       "transformers/integrations/sdpa_attention.py create_position_bias_mask (T5)")
 def test_torch_finfo():
     def f(x):
         return x.clamp(min=torch.finfo(x.dtype).min) + torch.finfo(torch.float16).eps
@@ -317,9 +288,6 @@ def _no_grad_helper(x):
     return x * 2
 
 
-@xfail("@torch.no_grad() as a decorator: torch/utils/_contextlib.py decorate_context clones the "
-       "context with self.__class__() -> \"attribute '__class__' of no_grad\"; "
-       "LlamaRotaryEmbedding.forward")
 def test_no_grad_decorator():
     def f(x):
         return _no_grad_helper(x) + 1

@@ -62,6 +62,7 @@ class KnownFailure(Exception):
 HF_BLOCKERS = (
     "local variable 'args'",            # fullgraph=False: a functools.wraps wrapper compiled as a
                                         # root binds the wrapped signature: UnboundLocalError
+    "the C __getattribute__ of",        # an instance of a dict subclass (_CanRecordRegistry)
     "custom __getattribute__ of",       # PretrainedConfig.__getattribute__; func.__code__.co_varnames;
                                         # a dict subclass (_CanRecordRegistry)
     "JUMP_BACKWARD: KeyError",          # a jump to an EXTENDED_ARG (long loop body)

@@ -12,7 +12,7 @@ import numbers
 import pytest
 import torch
 
-from helpers import CASE_ARGS, case, compile_fn, t, ti
+from helpers import CASE_ARGS, case, compile_fn, t
 from python_semantics.support import run_case, xfail
 
 

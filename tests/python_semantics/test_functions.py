@@ -577,7 +577,6 @@ X = t(4)
 Y = t(4)
 XS = [t(3), t(3), t(3)]
 FN_ATTRS = xfail("function attributes (__name__, __doc__, __wrapped__, __module__) are Unsupported")
-KWONLY_VARARGS = xfail("binding f(a, *rest, k=..) maps parameters by co_varnames position: *rest and k swapped")
 
 CASES = [
     # nested functions and lambdas
@@ -632,8 +631,8 @@ CASES = [
     # binding
     case(bind_pos_only, X),
     case(bind_kw_only, X),
-    case(bind_everything, X, marks=KWONLY_VARARGS),
-    case(bind_everything_defaults, X, marks=KWONLY_VARARGS),
+    case(bind_everything, X),
+    case(bind_everything_defaults, X),
     case(bind_kwargs_order, X),
     case(bind_varargs_tensors, X, Y),
     case(bind_keywords_reordered, X, Y),

@@ -65,10 +65,7 @@ def test_is_compiling_branch_taken_inside():
 @pytest.mark.parametrize(
     "fn",
     [
-        pytest.param(
-            flag_via_import,
-            marks=pytest.mark.xfail(strict=True, reason="armature: IMPORT_NAME/IMPORT_FROM is not modelled"),
-        ),
+        flag_via_import,
         flag_via_dynamo_alias,
     ],
 )

@@ -855,7 +855,7 @@ OBJECT_CASES = [
     obj_case(dunder_add_radd, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
     obj_case(dunder_mul_rmul_neg, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
     obj_case(dunder_not_implemented_fallback, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
-    obj_case(dunder_container_protocol, lambda: (_x(),), graphs=1, marks=xfail("`in` on a user object with __contains__ is Unsupported")),
+    obj_case(dunder_container_protocol, lambda: (_x(),), graphs=1),
     obj_case(dunder_eq_and_sorting, lambda: (_x(),), graphs=1, marks=xfail("sorted() of user objects (__lt__) is Unsupported")),
     obj_case(dunder_call, lambda: (_x(),), graphs=1),
     obj_case(dunder_iter_class, lambda: (_x(),), graphs=1, marks=xfail("iterating an object whose __iter__ returns self recurses forever (RecursionError)")),

@@ -16,7 +16,7 @@ without any tensor op.
 import pytest
 import torch
 
-from helpers import CASE_ARGS, case, t, ti
+from helpers import CASE_ARGS, case, t
 from python_semantics.support import run_case, xfail
 
 # --------------------------------------------------------------------------
@@ -962,8 +962,6 @@ NAMES_CONST = ("a", "b", "c")
 # case table
 # --------------------------------------------------------------------------
 
-NO_IMPORT = xfail("IMPORT_NAME/IMPORT_FROM of an already-imported module is not modelled")
-KWONLY_VARARGS = xfail("binding f(a, *rest, k=..) maps parameters by co_varnames position: *rest and k swapped")
 
 DICT_MERGE_BREAK = xfail(
     "a break at a failing DICT_MERGE (f(**kw) with a duplicate/non-mapping) leaks an internal "
@@ -1063,7 +1061,7 @@ CASES = [
     case(make_function_lambdas_late_binding, X),
     case(make_function_attributes, X, marks=xfail("__name__/__defaults__/__kwdefaults__/__code__ of a nested function are Unsupported")),
     case(make_function_mutable_default, X),
-    case(make_function_varargs_defaults, X, marks=KWONLY_VARARGS),
+    case(make_function_varargs_defaults, X),
     # cells
     case(cell_nonlocal_counter, X),
     case(cell_nonlocal_tensor_acc, X),
@@ -1088,18 +1086,18 @@ CASES = [
     case(contains_range_str_set, X),
     case(contains_tensor_identity, X, Y, marks=xfail("`x in [x, y]` does not use the identity shortcut of PyObject_RichCompare(Py_EQ)")),
     case(contains_shape, M),
-    case(contains_user_object, X, marks=xfail("`in` on a user object with __contains__ is Unsupported")),
+    case(contains_user_object, X),
     # IMPORT
-    case(import_math, X, marks=NO_IMPORT),
-    case(import_from_as, X, marks=NO_IMPORT),
-    case(import_dotted_as, M, marks=NO_IMPORT),
-    case(import_from_names, X, marks=NO_IMPORT),
-    case(import_submodule_attr, X, marks=NO_IMPORT),
-    case(import_collections_abc, X, marks=NO_IMPORT),
-    case(import_operator, X, marks=NO_IMPORT),
-    case(import_torch_inside, X, marks=NO_IMPORT),
-    case(import_os_path, X, marks=NO_IMPORT),
-    case(import_star_via_getattr, X, marks=NO_IMPORT),
+    case(import_math, X),
+    case(import_from_as, X),
+    case(import_dotted_as, M),
+    case(import_from_names, X),
+    case(import_submodule_attr, X),
+    case(import_collections_abc, X),
+    case(import_operator, X),
+    case(import_torch_inside, X),
+    case(import_os_path, X, marks=xfail("os.path.join/basename inline into posixpath and meet os.fspath (posix.fspath), an unknown C function")),
+    case(import_star_via_getattr, X),
     # loops, jumps, small statements
     case(for_else_no_break, X),
     case(for_else_with_break, X),

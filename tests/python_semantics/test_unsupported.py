@@ -11,6 +11,7 @@ pending on the stack (a NULL below the operands) used to crash CPython, and
 a regression must not take the test session down with it.
 """
 
+import atexit
 import inspect
 import os
 import subprocess
@@ -20,9 +21,8 @@ import time
 
 import numpy
 import pytest
-import torch
 
-from helpers import CASE_ARGS, USING_TORCH, armature_only, assert_same, compile_fn, t
+from helpers import USING_TORCH, armature_only, assert_same, compile_fn, t
 from python_semantics.support import check_program, xfail
 
 MARK = "# <- unsupported"
@@ -31,6 +31,7 @@ _TMP = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
 _TMP.write("3\n")
 _TMP.close()
 TMP_PATH = _TMP.name
+atexit.register(os.unlink, TMP_PATH)
 
 
 def open_temp_file(x, path):
