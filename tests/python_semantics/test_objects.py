@@ -820,7 +820,6 @@ def obj_case(fn, make_args, id=None, marks=(), **opts):
     return pytest.param(fn, make_args, opts, id=id or fn.__name__, marks=marks)
 
 
-NO_DUNDER_OPS = xfail("binary/unary operators on user objects (__add__/__radd__/__mul__/__neg__, NotImplemented) are Unsupported")
 OBJ_SETATTR = xfail("object.__setattr__(self, name, v) inside a custom __setattr__ is Unsupported")
 NO_CLASSDEF = xfail("class statement inside the frame (LOAD_BUILD_CLASS) is not modelled")
 
@@ -852,13 +851,13 @@ OBJECT_CASES = [
     obj_case(method_passed_in, lambda: (TensorBox(_x()), _y()), graphs=1),
     obj_case(method_mutates_passed_in, lambda: (Counter(),), graphs=0),
     # operators
-    obj_case(dunder_add_radd, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
-    obj_case(dunder_mul_rmul_neg, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
-    obj_case(dunder_not_implemented_fallback, lambda: (_x(),), graphs=1, marks=NO_DUNDER_OPS),
+    obj_case(dunder_add_radd, lambda: (_x(),), graphs=1),
+    obj_case(dunder_mul_rmul_neg, lambda: (_x(),), graphs=1),
+    obj_case(dunder_not_implemented_fallback, lambda: (_x(),), graphs=1),
     obj_case(dunder_container_protocol, lambda: (_x(),), graphs=1),
     obj_case(dunder_eq_and_sorting, lambda: (_x(),), graphs=1, marks=xfail("sorted() of user objects (__lt__) is Unsupported")),
     obj_case(dunder_call, lambda: (_x(),), graphs=1),
-    obj_case(dunder_iter_class, lambda: (_x(),), graphs=1, marks=xfail("iterating an object whose __iter__ returns self recurses forever (RecursionError)")),
+    obj_case(dunder_iter_class, lambda: (_x(),), graphs=1),
     obj_case(dunder_hash_dict_key, lambda: (_x(),), graphs=1, marks=xfail("user objects with __hash__/__eq__ as dict keys are Unsupported")),
     obj_case(dunder_bool_in_if, lambda: (_x(),), graphs=1),
     # instances

@@ -217,6 +217,10 @@ def _max(tx, *args, **kwargs):
 @rule(sum)
 def _sum(tx, iterable, start=ConstantValue(0)):
     from .operators import binary_op
+    if isinstance(start, ConstantValue) and isinstance(start.value, (str, bytes, bytearray)):
+        kind = type(start.value).__name__
+        raise user_error(TypeError, f"sum() can't sum {'strings' if kind == 'str' else kind} "
+                                    f"[use {'' if kind == 'str' else 'b'}''.join(seq) instead]")
     acc = start
     for v in tx.iterate(iterable):
         acc = binary_op(tx, operator.add, acc, v)

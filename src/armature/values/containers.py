@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..diagnostics.errors import Unsupported, user_error
+from ..diagnostics.errors import Unsupported, UserException, user_error
 from .base import Value
 from .constant import ConstantValue
 
@@ -74,16 +74,17 @@ class _Sequence(Value):
 
     def method(self, tx, name, args, kwargs):
         if name in ("index", "count") and not kwargs:
-            consts = [i for i in self.items]
             target = args[0]
             from .operators import values_equal
-            matches = [values_equal(tx, i, target) for i in consts]
             if name == "count":
-                return ConstantValue(sum(matches))
-            for i, m in enumerate(matches):
-                if m:
+                return ConstantValue(sum(values_equal(tx, i, target) for i in self.items))
+            bounds = [a.as_python_constant() for a in args[1:]]
+            idx = range(len(self.items))[slice(*bounds)] if bounds else range(len(self.items))
+            for i in idx:
+                if values_equal(tx, self.items[i], target):
                     return ConstantValue(i)
-            raise Unsupported(f"{name}(): value not in sequence")
+            kind = "list" if isinstance(self, ListValue) else "tuple"
+            raise user_error(ValueError, f"{kind}.index(x): x not in {kind}")
         raise Unsupported(f"{self.python_type().__name__}.{name}()")
 
     def getattr(self, tx, name):
@@ -243,6 +244,9 @@ class DictValue(Value):
     def unpack(self, tx):
         return [ConstantValue(k) for k in self.items]
 
+    def get_iter(self, tx):
+        return DictKeyIterator(self)
+
     def is_python_constant(self):
         return all(v.is_python_constant() for v in self.items.values())
 
@@ -252,7 +256,7 @@ class DictValue(Value):
     def getitem(self, tx, key: Value) -> Value:
         k = _key(key)
         if k not in self.items:
-            raise user_error(KeyError, repr(k))
+            raise UserException(KeyError, k)
         return self.items[k]
 
     def _check_mutable(self, tx, what=None):
@@ -267,7 +271,7 @@ class DictValue(Value):
         self._check_mutable(tx)
         k = _key(key)
         if k not in self.items:
-            raise user_error(KeyError, repr(k))
+            raise UserException(KeyError, k)
         del self.items[k]
 
     def getattr(self, tx, name):
@@ -311,7 +315,7 @@ class DictValue(Value):
                 return items.pop(k)
             if len(args) > 1:
                 return args[1]
-            raise user_error(KeyError, repr(k))
+            raise UserException(KeyError, k)
         if name == "popitem":
             if not items:
                 raise user_error(KeyError, "popitem(): dictionary is empty")
@@ -599,3 +603,17 @@ class LazyListValue(ListValue):
             self.appended.extend(new)
             return ConstantValue(None)
         return super().method(tx, name, args, kwargs)
+
+
+class DictKeyIterator(IteratorValue):
+    """Iterating a dict: like CPython, changing its size meanwhile is an error."""
+
+    def __init__(self, d: DictValue):
+        super().__init__([ConstantValue(k) for k in d.items])
+        self.d = d
+        self.size = len(d.items)
+
+    def next(self, tx):
+        if len(self.d.items) != self.size:
+            raise user_error(RuntimeError, "dictionary changed size during iteration")
+        return super().next(tx)

@@ -442,7 +442,10 @@ class ObjectValue(Value):
     def get_iter(self, tx):
         m = self.dunder(tx, "__iter__")
         if m is not None:
-            return tx.get_iter(m.call(tx, [], {}))
+            it = m.call(tx, [], {})
+            if isinstance(it, ObjectValue):
+                return it  # an iterator object (often self): the caller drives __next__
+            return tx.get_iter(it)
         if self.dunder(tx, "__getitem__") is not None:
             raise Unsupported("iteration through the old __getitem__ protocol")
         raise user_error(TypeError, f"{self.cls.__name__!r} object is not iterable")

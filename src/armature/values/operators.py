@@ -26,8 +26,70 @@ def _fold(op: Callable, *args):
                           hint="the original code will raise it; this frame runs eagerly")
 
 
+_DUNDERS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"),
+}
+_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.floordiv: "//", operator.mod: "%", operator.pow: "** or pow()", operator.matmul: "@",
+            operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<",
+            operator.rshift: ">>"}
+_COMPARE_DUNDERS = {operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+                    operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+                    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__")}
+
+
+def _not_implemented(v: Value) -> bool:
+    return isinstance(v, ConstantValue) and v.value is NotImplemented
+
+
+def _call_dunder(tx, obj, name, *args):
+    from .objects import ObjectValue
+    if not isinstance(obj, ObjectValue):
+        return None
+    m = obj.dunder(tx, name)
+    if m is None:
+        return None
+    res = m.call(tx, list(args), {})
+    return None if _not_implemented(res) else res
+
+
+def _object_binary(tx, op, a, b):
+    """CPython's binary-operator protocol for user objects: the in-place
+    method, then ``a.__op__(b)``, then ``b.__rop__(a)`` (the reflected one
+    first when b's type is a subclass of a's that overrides it)."""
+    base = INPLACE_TO_BINARY.get(op, op)
+    if base not in _DUNDERS:
+        raise Unsupported(f"operator {base.__name__} on user objects")
+    name, rname = _DUNDERS[base]
+    if op is not base:
+        res = _call_dunder(tx, a, "__i" + name[2:])
+        if res is not None:
+            return res
+    ta, tb = a.python_type(), b.python_type()
+    order = [(a, name, b), (b, rname, a)]
+    if tb is not ta and issubclass(tb, ta) and rname in tb.__dict__:
+        order.reverse()
+    for obj, meth, other in order:
+        if obj is b and ta is tb and meth == rname:
+            continue  # same type: the reflected method is not tried
+        res = _call_dunder(tx, obj, meth, other)
+        if res is not None:
+            return res
+    raise user_error(TypeError, f"unsupported operand type(s) for {_SYMBOLS[base]}: "
+                                f"'{ta.__name__}' and '{tb.__name__}'")
+
+
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    from .objects import ObjectValue
+    if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
+        return _object_binary(tx, op, a, b)
     from .symbolic import SymbolicNumberValue
     if isinstance(a, SymbolicNumberValue) or isinstance(b, SymbolicNumberValue):
         out = a.binary(tx, op, b, False) if isinstance(a, SymbolicNumberValue) else None
@@ -88,6 +150,13 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
 
 def unary_op(tx, op: Callable, a: Value) -> Value:
     a = concrete(tx, a)
+    from .objects import ObjectValue
+    if isinstance(a, ObjectValue) and op is not operator.not_:
+        name = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}[op]
+        res = _call_dunder(tx, a, name)
+        if res is None:
+            raise user_error(TypeError, f"bad operand type for unary {name}: '{a.python_type().__name__}'")
+        return res
     if op is operator.not_:
         return ConstantValue(not a.truth(tx))
     if isinstance(a, TensorValue):
@@ -99,6 +168,20 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
 
 def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = concrete(tx, a), concrete(tx, b)
+    from .objects import ObjectValue
+    if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
+        name, rname = _COMPARE_DUNDERS[op]
+        res = _call_dunder(tx, a, name, b)
+        if res is None:
+            res = _call_dunder(tx, b, rname, a)
+        if res is not None:
+            return res
+        if op is operator.eq:
+            return ConstantValue(a is b)
+        if op is operator.ne:
+            return ConstantValue(a is not b)
+        raise user_error(TypeError, f"'{op.__name__}' not supported between instances of "
+                                    f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         return graph_call(tx, "call_function", op, [a, b], {})
     if op in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
