@@ -221,17 +221,15 @@ PENDING_BODIES = [
 ]
 
 #: programs that fail today, one subprocess each (strict xfail)
-FAILING_BODIES = [
+LONG_DISPLAY_BODIES = [
     pytest.param(
         # CPython emits BUILD_LIST 0 + LIST_APPEND for displays of more than 30 items
         "return [" + ", ".join(["x"] * 30) + ", print('hi')]",
         id="print_inside_list_display_of_31_items",
-        marks=xfail("a break inside a list display of > 30 items (LIST_APPEND form) raises MemoryError in the resume function"),
     ),
     pytest.param(
         "return {" + ", ".join(f"'k{i}': x" for i in range(30)) + ", 'p': print('hi')}",
         id="print_inside_dict_display_of_31_items",
-        marks=xfail("a break inside a dict display of > 30 items (MAP_ADD form) leaks RuntimeError 'Failed to compute stacksize'"),
     ),
 ]
 
@@ -254,6 +252,6 @@ def test_graph_break_with_pending_call_matches_eager():
 
 
 @pytest.mark.skipif(USING_TORCH, reason="armature-specific crash reproduction")
-@pytest.mark.parametrize("body", FAILING_BODIES)
+@pytest.mark.parametrize("body", LONG_DISPLAY_BODIES)
 def test_graph_break_in_long_display_matches_eager(body):
     _run_programs([("program", body)])

@@ -22,7 +22,7 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
     Returns the temporaries holding ``preload``."""
     pre = [out.materialize(v) for v in preload]
     plans: list[tuple[Any, tuple]] = []
-    for rec in ctx.effects.log:
+    for rec in list(ctx.effects.log):  # (realizing a lazy list may edit the log)
         if isinstance(rec, fx.AttrStore):
             obj, val = out.materialize(rec.obj), out.materialize(rec.value)
             fn = replay.store_type_attr if rec.on_type else (

@@ -53,6 +53,9 @@ class GraphBreak:
     reason: str
     location: UserLocation | None
     user_stack: list
+    #: a split of armature's own call of a compiled module (the module's
+    #: forward, compiled on its own, reports the real break)
+    internal: bool = False
 
     def __str__(self):
         loc = f"\n  {self.location}".replace("\n", "\n  ") if self.location else ""
@@ -77,6 +80,14 @@ def _root_frame(ctx: TraceContext, fn: types.FunctionType, args, kwargs) -> Fram
     for name in code.co_cellvars:
         cells[name] = CellValue()
     return Frame(ctx, code, fn.__globals__, locals_, cells)
+
+
+def _module_call_code():
+    from ..api import _module_call
+    return _module_call.__code__
+
+
+_MODULE_CALL_CODE = None
 
 
 def _innermost_user_location(stack) -> UserLocation | None:
@@ -113,6 +124,9 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
+    global _MODULE_CALL_CODE
+    if _MODULE_CALL_CODE is None:
+        _MODULE_CALL_CODE = _module_call_code()
     t0 = time.perf_counter()
     plan: int | None = None
     brk: GraphBreak | None = None
@@ -144,7 +158,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
                 if from_callee and len(e.user_stack) > 1:
                     callee = e.user_stack[-2].func_name
                     what = f"{callee}() could not be inlined: {e.what}"
-                brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack))
+                brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
+                                 internal=fn.__code__ is _MODULE_CALL_CODE)
                 if log_breaks.isEnabledFor(logging.DEBUG):
                     loc = e.location
                     where = f"{loc.filename}:{loc.lineno}: {loc.source_line}" if loc else "?"

@@ -107,7 +107,7 @@ def explain(fn, backend: str = "eager"):
             if e.graph_module is not None:
                 graphs.append(e.graph_module)
                 ops.append(e.op_count)
-            if e.graph_break is not None:
+            if e.graph_break is not None and not e.graph_break.internal:
                 b = e.graph_break
                 loc = b.location
                 reasons.append(BreakReason(b.reason, loc.filename if loc else None, loc.lineno if loc else None,

@@ -34,13 +34,13 @@ def build_set(f, inst):
 @opcode("SET_ADD")
 def set_add(f, inst):
     v = f.pop()
-    f.stack[-inst.arg].items.add(_key(v))
+    _target(f, inst.arg).items.add(_key(v))
 
 
 @opcode("SET_UPDATE")
 def set_update(f, inst):
     v = f.pop()
-    f.stack[-inst.arg].items.update(_key(i) for i in f.iterate(v))
+    _target(f, inst.arg).items.update(_key(i) for i in f.iterate(v))
 
 
 @opcode("BUILD_CONST_KEY_MAP")
@@ -84,16 +84,30 @@ def format_value(f, inst):
     f.push(ConstantValue(format(v, spec)))
 
 
+def _target(f, depth: int):
+    """The container a *_APPEND/*_EXTEND/*_UPDATE instruction writes into.
+    It is normally being built by this frame; when a graph break handed it to
+    a resume function it is a real object, and the write is a side effect."""
+    from ...values.base import realize
+    target = realize(f.ctx, f.stack[-depth])
+    f.stack[-depth] = target
+    from ...values.containers import LazyListValue
+    if target.source is not None and hasattr(target, "_check_mutable") and \
+            not isinstance(target, LazyListValue):  # (its appends record themselves)
+        target._check_mutable(f)
+    return target
+
+
 @opcode("LIST_APPEND")
 def list_append(f, inst):
     v = f.pop_raw()
-    f.stack[-inst.arg].items.append(v)
+    _target(f, inst.arg).method(f, "append", [v], {})
 
 
 @opcode("LIST_EXTEND")
 def list_extend(f, inst):
     v = f.pop()
-    f.stack[-inst.arg].items.extend(f.iterate(v))
+    _target(f, inst.arg).items.extend(f.iterate(v))
 
 
 @opcode("LIST_TO_TUPLE")
@@ -105,13 +119,13 @@ def list_to_tuple(f, inst):
 def map_add(f, inst):
     value = f.pop_raw()
     key = f.pop()
-    f.stack[-inst.arg].items[_key(key)] = value
+    _target(f, inst.arg).items[_key(key)] = value
 
 
 @opcode("DICT_UPDATE", "DICT_MERGE")
 def dict_update(f, inst):
     other = f.pop()
-    target = f.stack[-inst.arg]
+    target = _target(f, inst.arg)
     if not isinstance(other, DictValue):
         raise Unsupported(f"** unpacking of {other}")
     if inst.opname == "DICT_MERGE":
