@@ -90,9 +90,6 @@ class _Registry(dict):
 _REG = _Registry()
 
 
-@xfail("an instance of a dict subclass -> 'custom __getattribute__ of _Registry' (dict's slot "
-       "wrapper is not object.__getattribute__), then super().get() is 'call to dict.get'; "
-       "transformers/utils/output_capturing.py _CAN_RECORD_REGISTRY.get(self)")
 def test_dict_subclass_super_get():
     def f(x):
         return x + len(_REG.get("k"))
@@ -166,9 +163,6 @@ class _Output(collections.OrderedDict):
                 self[f.name] = v
 
 
-@xfail("constructing a ModelOutput (OrderedDict subclass, dataclass, __new__) -> "
-       "'creating an instance of ..., which defines __new__' (values/objects.py instantiate); "
-       "every transformers model's return BaseModelOutput...(...)")
 def test_model_output():
     def f(x):
         out = _Output(last_hidden_state=x + 1)
@@ -249,8 +243,6 @@ class _Owner:
 _OWNER = _Owner()
 
 
-@xfail("attribute '__func__' of a bound method (inspect.signature(bound method) reads it); "
-       "transformers/pytorch_utils.py apply_chunking_to_forward (BERT)")
 def test_inspect_signature_of_bound_method():
     def f(x):
         return x + len(inspect.signature(_OWNER.chunk).parameters) + (_OWNER.chunk.__func__ is _Owner.chunk)
@@ -262,8 +254,6 @@ class _Layer(abc.ABC):
         self.keys = None
 
 
-@xfail("instantiating an abc.ABC subclass -> 'creating an instance of _Layer (metaclass ABCMeta)'; "
-       "transformers/cache_utils.py DynamicCache(...) builds DynamicLayer()s (GPT-2, LLaMA with cache)")
 def test_instantiate_abc_subclass():
     def f(x):
         layer = _Layer()
@@ -294,9 +284,6 @@ def test_no_grad_decorator():
     check(f, X)
 
 
-@xfail("os.environ.get(...) -> 'a dict with non-string/int keys passed into a compiled frame' "
-       "(os.environ._data has bytes keys); transformers/integrations/sdpa_attention.py "
-       "use_gqa_in_sdpa (LLaMA)")
 def test_os_environ_get():
     def f(x):
         if os.environ.get("ARMATURE_TEST_SOME_FLAG", "0") == "1":

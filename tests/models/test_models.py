@@ -82,18 +82,7 @@ HF_BLOCKERS = (
 #: (model, test kind) -> (reason, causes: substrings one of which the failure's message holds)
 XFAIL: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
 
-_HF_FIRST = {
-    "bert": "armature: func.__code__.co_varnames in transformers' @merge_with_config_defaults "
-            "('custom __getattribute__ of code'); then the chain in HF_BLOCKERS",
-    "gpt2": "armature: PretrainedConfig's custom __getattribute__ (self.config.return_dict in "
-            "@can_return_tuple); then the chain in HF_BLOCKERS",
-}
-_HF_FIRST["llama"] = _HF_FIRST["t5"] = _HF_FIRST["llama_kv_cache"] = _HF_FIRST["gpt2"]
-for _name in ("bert", "gpt2", "llama", "t5"):
-    for _kind in ("eval", "train", "graph_count"):
-        XFAIL[(_name, _kind)] = (_HF_FIRST[_name], HF_BLOCKERS)
-for _kind in ("eval", "graph_count"):
-    XFAIL[("llama_kv_cache", _kind)] = (_HF_FIRST["llama_kv_cache"], HF_BLOCKERS)
+# (every model compiles now: XFAIL is empty; HF_BLOCKERS documents what was in the way)
 
 
 def _params(kind: str, names, backends=(None,)):

@@ -641,7 +641,7 @@ CASES = [
     case(str_partition_splitlines, X),
     case(str_prefix_suffix, X),
     case(str_operators, X),
-    case(str_encode_bytes, X, marks=xfail("bytes() builtin is not known")),
+    case(str_encode_bytes, X),
     case(str_of_shape_keys, M),
     case(str_conversions, X),
     # numbers

@@ -587,7 +587,7 @@ CASES = [
     case(with_suppressing_exit, X),
     case(with_exit_sees_exception, X, graphs=0),
     case(with_nested_managers, X),
-    case(with_contextmanager_decorator, X, marks=xfail("@contextlib.contextmanager managers are Unsupported (_GeneratorContextManager has metaclass ABCMeta)")),
+    case(with_contextmanager_decorator, X),
     case(with_no_grad, t(4, requires_grad=True)),
     case(with_return_inside, X),
     # passing asserts

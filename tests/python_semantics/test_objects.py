@@ -844,7 +844,7 @@ OBJECT_CASES = [
     obj_case(slots_child, lambda: (_x(),), graphs=1),
     obj_case(slots_passed_in_mutated, lambda: (Slotted(_x()),), graphs=1),
     # methods
-    obj_case(bound_method_stored, lambda: (_x(),), graphs=1, marks=xfail("__func__/__self__ of a bound method are Unsupported")),
+    obj_case(bound_method_stored, lambda: (_x(),), graphs=1),
     obj_case(unbound_method_call, lambda: (_x(),), graphs=1),
     obj_case(methods_in_list, lambda: (_x(),), graphs=1),
     obj_case(method_returning_self_chain, lambda: (_x(),), graphs=1),

@@ -132,7 +132,7 @@ UNSUPPORTED = [
         construct="numpy",
         marks=xfail("numpy.sum (an _ArrayFunctionDispatcher) is reported as \"TypeError: object is not callable\", no hint"),
     ),
-    ucase(id_as_dict_key, X, construct="id()", marks=NO_HINT),
+    ucase(id_as_dict_key, X, construct="id()"),
     ucase(print_call, X, construct="print"),
     ucase(data_dependent_branch, X, construct="data"),
     ucase(tensor_item, X, construct="item"),

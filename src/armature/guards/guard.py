@@ -103,7 +103,9 @@ class Guard:
         if self.kind is Kind.SAME_OBJECT:
             return f"{e} is {pool.render(exp)}"
         if self.kind is Kind.DICT_KEYS:
-            return f"list({e}) == {exp!r}"
+            literal = all(type(k) in (str, int, bool) for k in exp)
+            keys = repr(exp) if literal else pool.const(list(exp))
+            return f"list({e}) == {keys}"
         if self.kind is Kind.SET_EQUALS:
             return f"{e} == {pool.const(exp)}"
         if self.kind is Kind.TENSOR_MATCH:

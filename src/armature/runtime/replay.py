@@ -122,3 +122,17 @@ def replace_set(s, items):
 
 def extend_list(lst, items):
     lst.extend(items)
+
+
+def new_dict_object(cls, names, values, keys, items):
+    """An instance of a dict subclass created in the traced frame (e.g. a
+    transformers ModelOutput), rebuilt with its final items and attributes
+    without running its __setitem__/__setattr__ again."""
+    obj = cls.__new__(cls)
+    base = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections") and issubclass(b, dict))
+    for k, v in zip(keys, items):
+        base.__setitem__(obj, k, v)
+    d = obj.__dict__
+    for n, v in zip(names, values):
+        d[n] = v
+    return obj

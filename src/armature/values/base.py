@@ -37,6 +37,17 @@ class Value:
     def getattr(self, tx: "Frame", name: str) -> "Value":
         raise Unsupported(f"attribute {name!r} of {self}")
 
+    def has_attr(self, tx: "Frame", name: str) -> bool:
+        """``hasattr``: getattr, with a modelled AttributeError meaning False."""
+        from ..diagnostics.errors import UserException
+        try:
+            self.getattr(tx, name)
+            return True
+        except UserException as e:
+            if issubclass(e.exc_type, AttributeError):
+                return False
+            raise
+
     def setattr(self, tx: "Frame", name: str, value: "Value") -> None:
         raise Unsupported(f"storing attribute {name!r} on {self}",
                           hint="mutating objects that exist outside the compiled frame is not supported yet")

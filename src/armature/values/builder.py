@@ -118,8 +118,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return containers.TupleValue(items, cls=t, source=source)
     if t is dict:
         keys = list(obj)
-        if not all(type(k) in (str, int, bool) for k in keys):
-            raise Unsupported("a dict with non-string/int keys passed into a compiled frame")
+        if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, (type, enum.Enum))
+                   for k in keys):
+            raise Unsupported("a dict with keys that are not constants passed into a compiled frame")
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         _guard(ctx, Kind.DICT_KEYS, source, keys)
         items = {k: wrap(ctx, obj[k], ItemSource(source, k) if source is not None else None) for k in keys}
@@ -144,6 +145,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
+    if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return vbuiltins.BuiltinValue(obj, source)
     if t is types.FunctionType:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):

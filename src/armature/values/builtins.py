@@ -60,8 +60,22 @@ class BuiltinValue(Value):
         return f"<builtin {getattr(self.fn, '__qualname__', self.fn)}>"
 
 
+_IMMUTABLE_TYPES = (frozenset, str, bytes, tuple, int, float, complex, bool, range, type(None))
+
+
+def _is_pure(fn) -> bool:
+    if fn in PURE_BUILTINS:
+        return True
+    # methods of immutable builtin types (frozenset.__contains__, str.join...)
+    owner = getattr(fn, "__objclass__", None)
+    if owner in _IMMUTABLE_TYPES:
+        return True
+    self_ = getattr(fn, "__self__", None)
+    return type(self_) in _IMMUTABLE_TYPES and not isinstance(self_, type)
+
+
 def fold_call(fn, args, kwargs) -> Value:
-    if fn not in PURE_BUILTINS:
+    if not _is_pure(fn):
         name = getattr(fn, "__qualname__", repr(fn))
         mod = getattr(fn, "__module__", None)
         raise Unsupported(f"call to {mod + '.' if mod and mod != 'builtins' else ''}{name}, "
@@ -288,14 +302,15 @@ def _getattr(tx, obj, name, *default):
 @rule(hasattr)
 def _hasattr(tx, obj, name):
     n = name.as_python_constant()
-    if hasattr(obj, "has_attr"):
-        return ConstantValue(obj.has_attr(tx, n))
-    if obj.is_python_constant():
-        return ConstantValue(hasattr(obj.as_python_constant(), n))
     from .tensor import TensorValue
     if isinstance(obj, TensorValue):
         return ConstantValue(hasattr(obj.fake, n))
-    raise Unsupported(f"hasattr() on {obj}")
+    if obj.is_python_constant() and not hasattr(type(obj), "has_attr_override"):
+        try:
+            return ConstantValue(obj.has_attr(tx, n))
+        except Unsupported:
+            return ConstantValue(hasattr(obj.as_python_constant(), n))
+    return ConstantValue(obj.has_attr(tx, n))
 
 
 @rule(setattr)
@@ -340,7 +355,27 @@ def _print(tx, *args, **kwargs):
 
 @rule(id)
 def _id(tx, obj):
-    raise Unsupported("id() depends on object identity at run time")
+    """id() of an object that existed before the frame: guarded to be the
+    same object on later calls, so the number is a constant of the entry."""
+    from ..guards.guard import Guard, Kind
+    real = _real_object(obj)
+    if real is _NO_OBJECT or obj.source is None:
+        raise Unsupported("id() of an object created inside the compiled function",
+                          hint="identity of new objects is only known at run time")
+    tx.ctx.guards.add(Guard(Kind.ID_MATCH, obj.source, real))
+    return ConstantValue(id(real))
+
+
+_NO_OBJECT = object()
+
+
+def _real_object(v):
+    for attr in ("fn", "mod", "cls", "obj", "module"):
+        if hasattr(v, attr) and getattr(v, attr) is not None:
+            return getattr(v, attr)
+    if isinstance(v, ConstantValue):
+        return v.value
+    return _NO_OBJECT
 
 
 @rule(super)
@@ -383,3 +418,40 @@ import torch as _torch  # noqa: E402
 
 RULES[_torch.finfo] = _torch_type_info(_torch.finfo)
 RULES[_torch.iinfo] = _torch_type_info(_torch.iinfo)
+
+
+import sys as _sys  # noqa: E402
+
+
+@rule(_sys.getrecursionlimit)
+def _getrecursionlimit(tx):
+    from ..guards.guard import Guard, Kind
+    limit = _sys.getrecursionlimit()
+    tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___f() == ___v",
+                            consts={"___f": _sys.getrecursionlimit, "___v": limit},
+                            label=f"sys.getrecursionlimit() == {limit}"))
+    return ConstantValue(limit)
+
+
+import inspect as _inspect  # noqa: E402
+
+
+@rule(_inspect.signature)
+def _signature(tx, obj, *args, **kwargs):
+    """inspect.signature of a function that existed before the frame: the
+    real Signature, a constant (the function itself is identity-guarded)."""
+    from .functions import BoundMethodValue, UserFunctionValue
+    real = None
+    if isinstance(obj, UserFunctionValue):
+        real = obj.fn
+    elif isinstance(obj, BoundMethodValue) and isinstance(obj.func, UserFunctionValue):
+        real = obj.func.fn
+        bound = True
+    if real is None:
+        raise Unsupported(f"inspect.signature() of {obj}")
+    a, k = [x.as_python_constant() for x in args], {n: v.as_python_constant() for n, v in kwargs.items()}
+    sig = _inspect.signature(real, *a, **k)
+    if isinstance(obj, BoundMethodValue):  # drop the bound first parameter, as for a method
+        params = list(sig.parameters.values())[1:]
+        sig = sig.replace(parameters=params)
+    return ConstantValue(sig)

@@ -9,10 +9,12 @@ from .base import Value
 
 # Types whose methods are pure and whose instances are immutable, so calls on
 # them can be folded at trace time.
+import inspect as _inspect
 import types as _types
 
 FOLDABLE_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
-                  range, slice, frozenset, tuple, _types.CodeType)
+                  range, slice, frozenset, tuple, _types.CodeType, _inspect.Signature,
+                  _inspect.Parameter, _types.MappingProxyType)
 
 
 class ConstantValue(Value):

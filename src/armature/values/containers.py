@@ -326,6 +326,27 @@ class DictValue(Value):
             return ConstantValue(None)
         if name == "__contains__":
             return ConstantValue(_key(args[0]) in items)
+        if name == "__setitem__":
+            items[_key(args[0])] = args[1]
+            return ConstantValue(None)
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__delitem__":
+            self.delitem(tx, args[0])
+            return ConstantValue(None)
+        if name == "__len__":
+            return ConstantValue(len(items))
+        if name == "__iter__":
+            return DictKeyIterator(self)
+        if name == "move_to_end":
+            k = _key(args[0])
+            last = kwargs.get("last", args[1] if len(args) > 1 else ConstantValue(True)).as_python_constant()
+            v = items.pop(k)
+            if last:
+                items[k] = v
+            else:
+                self.items = {k: v, **items}
+            return ConstantValue(None)
         raise Unsupported(f"dict.{name}()")
 
     def reconstruct(self, out):

@@ -285,6 +285,15 @@ class BoundMethodValue(Value):
     def python_type(self):
         return types.MethodType
 
+    def getattr(self, tx, name):
+        if name == "__func__":
+            return self.func
+        if name == "__self__":
+            return self.obj
+        if name in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+            return self.func.getattr(tx, name)
+        raise user_error(AttributeError, f"'method' object has no attribute {name!r}")
+
     def call(self, tx, args, kwargs):
         return self.func.call(tx, [self.obj, *args], kwargs)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import types
+from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
@@ -77,6 +78,11 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         if raw.fget is None:
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return _wrap_func(tx, raw.fget).call(tx, [instance], {})
+    if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
+        from .containers import BoundContainerMethod
+        if not instance.is_new and name not in _DICT_READ_METHODS:
+            raise Unsupported(f"mutating the dict contents of {instance} ({name})")
+        return BoundContainerMethod(dict_contents(tx, instance), name)
     getter = getattr(type(raw), "__get__", None)
     if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
         if isinstance(getter, types.FunctionType):
@@ -188,16 +194,38 @@ def _make_namedtuple(cls, args, kwargs):
 
 
 def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
+    import abc
+    import collections
     cls = cls_value.cls
-    if type(cls) is not type:
+    if type(cls) not in (type, abc.ABCMeta):
         raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
-    new_raw, _, _ = cls_value.lookup(tx, "__new__")
-    if new_raw is not object.__new__ and not (isinstance(new_raw, staticmethod) and new_raw.__func__ is object.__new__):
-        raise Unsupported(f"creating an instance of {cls.__qualname__}, which defines __new__")
-    for base in cls.__mro__[1:-1]:
-        if base.__module__ == "builtins":
-            raise Unsupported(f"creating an instance of {cls.__qualname__}, a subclass of {base.__name__}")
-    obj = ObjectValue(None, None, cls=cls, is_new=True)
+    if getattr(cls, "__abstractmethods__", None):
+        raise user_error(TypeError, f"Can't instantiate abstract class {cls.__name__} with abstract methods "
+                                    f"{', '.join(sorted(cls.__abstractmethods__))}")
+    storage = None
+    builtin_bases = [b for b in cls.__mro__[1:-1] if b.__module__ == "builtins" or b is collections.OrderedDict]
+    if builtin_bases and all(b in (dict, collections.OrderedDict) for b in builtin_bases):
+        storage = collections.OrderedDict if collections.OrderedDict in builtin_bases else dict
+    elif builtin_bases:
+        raise Unsupported(f"creating an instance of {cls.__qualname__}, a subclass of {builtin_bases[0].__name__}")
+    new_raw, new_owner, _ = cls_value.lookup(tx, "__new__")
+    plain_new = new_raw is object.__new__ or (isinstance(new_raw, staticmethod) and new_raw.__func__ is object.__new__) \
+        or (storage is not None and new_raw in (dict.__new__, collections.OrderedDict.__new__))
+    if plain_new:
+        obj = _new_instance(cls, storage)
+    else:
+        fn = new_raw.__func__ if isinstance(new_raw, staticmethod) else new_raw
+        if not isinstance(fn, types.FunctionType):
+            raise Unsupported(f"creating an instance of {cls.__qualname__}, whose __new__ is not Python")
+        from .functions import UserFunctionValue
+        src = ItemSource(AttrSource(class_source(new_owner), "__dict__"), "__new__")
+        if isinstance(new_raw, staticmethod):
+            src = AttrSource(src, "__func__")
+        tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, fn))
+        obj = UserFunctionValue(fn, src).call(tx, [cls_value, *args], dict(kwargs))
+        if not (isinstance(obj, ObjectValue) and obj.is_new and issubclass(obj.cls, cls)):
+            return obj  # __new__ returned something else: __init__ is not called
+    obj.storage_kind = storage
     init_raw, owner, _ = cls_value.lookup(tx, "__init__")
     if init_raw is object.__init__:
         if args or kwargs:
@@ -269,7 +297,7 @@ class ObjectValue(Value):
     def getattr(self, tx, name):
         cls_value = self._class_value(tx)
         ga, owner, _ = cls_value.lookup(tx, "__getattribute__")
-        if ga is not object.__getattribute__:
+        if ga is not object.__getattribute__ and ga not in _GENERIC_GETATTRIBUTE:
             if isinstance(ga, types.FunctionType):
                 return bind_attr(tx, ga, owner, "__getattribute__", self, cls_value).call(
                     tx, [ConstantValue(name)], {})
@@ -398,6 +426,8 @@ class ObjectValue(Value):
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
                 isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
             return bind_attr(tx, raw, owner, name, self, cls_value)
+        if owner in _DICT_TYPES and _dict_backed(self):
+            return bind_attr(tx, raw, owner, name, self, cls_value)
         return None
 
     def call(self, tx, args, kwargs):
@@ -468,6 +498,21 @@ class ObjectValue(Value):
             raise Unsupported(f"rebuilding {self}")
         from ..runtime import replay
         names = [k for k, v in self.attrs.items() if v is not DELETED]
+        contents = getattr(self, "contents", None)
+        if contents is not None:  # a dict subclass: its items, then its attributes
+            out.instr("PUSH_NULL")
+            out.load_const(replay.new_dict_object)
+            out.load_const(self.cls)
+            out.load_const(tuple(names))
+            for k in names:
+                out.reconstruct(self.attrs[k])
+            out.instr("BUILD_TUPLE", len(names))
+            out.load_const(tuple(contents.items))
+            for v in contents.items.values():
+                out.reconstruct(v)
+            out.instr("BUILD_TUPLE", len(contents.items))
+            out.call(5)
+            return
         out.instr("PUSH_NULL")
         out.load_const(replay.new_object)
         out.load_const(self.cls)
@@ -480,6 +525,105 @@ class ObjectValue(Value):
     def __repr__(self):
         where = f" {self.source}" if self.source is not None else (" (new)" if self.is_new else "")
         return f"<{self.cls.__qualname__} object{where}>"
+
+
+import collections as _collections
+
+_DICT_TYPES = (dict, _collections.OrderedDict)
+
+
+def _new_instance(cls, storage) -> "ObjectValue":
+    obj = ObjectValue(None, None, cls=cls, is_new=True)
+    if storage is not None:
+        from .containers import DictValue
+        obj.contents = DictValue({}, cls=storage)
+    return obj
+
+
+class _BaseNew(Value):
+    """``object.__new__`` / ``dict.__new__`` reached through super() in a
+    Python ``__new__``: makes the bare instance."""
+
+    def __init__(self, storage):
+        super().__init__()
+        self.storage = storage
+
+    def call(self, tx, args, kwargs):
+        cls = args[0].as_python_constant()
+        return _new_instance(cls, self.storage)
+
+
+def _dict_backed(obj) -> bool:
+    return getattr(obj, "contents", None) is not None or isinstance(obj.obj, dict)
+
+
+# builtin types whose __getattribute__ is CPython's generic lookup
+_GENERIC_GETATTRIBUTE = {dict.__getattribute__, list.__getattribute__, set.__getattribute__}
+_DICT_READ_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__",
+                      "__iter__", "copy"}
+
+
+def dict_contents(tx, obj: "ObjectValue"):
+    """The items of an instance of a dict subclass that existed before the
+    frame, as a read-only DictValue (keys and values guarded)."""
+    from .containers import DictValue
+    from .builder import wrap
+    if obj.is_new and getattr(obj, "contents", None) is not None:
+        return obj.contents
+    if obj.is_new or obj.source is None or not isinstance(obj.obj, dict):
+        raise Unsupported(f"the dict contents of {obj}")
+    cached = getattr(obj, "_contents", None)
+    if cached is not None:
+        return cached
+    keys = list(dict.keys(obj.obj))
+    if not all(type(k) in (str, int, bool) for k in keys):
+        raise Unsupported(f"a {obj.cls.__name__} with keys that are not str/int")
+    src = obj.source
+    tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, keys))
+    # read through dict's own __getitem__, not an override
+    items = {k: wrap(tx.ctx, dict.__getitem__(obj.obj, k),
+                     ItemSource(_DictViewSource(src), k)) for k in keys}
+    d = DictValue(items, source=src)
+    d.read_only = True
+    obj._contents = d
+    return d
+
+
+@dataclass(frozen=True)
+class _DictViewSource(Source):
+    """``dict(obj)`` view for item reads that must skip a subclass's __getitem__."""
+
+    parent: Source
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        return f"{pool.const(_as_plain_dict)}({pool.render(self.parent)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(_as_plain_dict)
+        self.parent.emit(out)
+        out.call(1)
+
+    def __str__(self):
+        return f"dict({self.parent})"
+
+
+class _PlainDictView:
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    def __getitem__(self, k):
+        return dict.__getitem__(self.d, k)
+
+
+def _as_plain_dict(d):
+    return _PlainDictView(d)
 
 
 def _slots_only(cls) -> bool:
@@ -559,6 +703,9 @@ class SuperValue(Value):
                 raw = klass.__dict__[name]
                 if raw is object.__init__:
                     return _NoopInit()
+                if name == "__new__" and raw in (object.__new__, dict.__new__, _collections.OrderedDict.__new__):
+                    return _BaseNew(None if raw is object.__new__ else
+                                    (dict if raw is dict.__new__ else _collections.OrderedDict))
                 import torch
                 from .modules import ModuleValue
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
@@ -572,6 +719,11 @@ class SuperValue(Value):
                 from .builder import wrap
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
+                if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
+                    if not inst.is_new and name not in _DICT_READ_METHODS:
+                        raise Unsupported(f"super().{name}() of a dict subclass")
+                    from .containers import BoundContainerMethod
+                    return BoundContainerMethod(dict_contents(tx, inst), name)
                 return bind_attr(tx, raw, klass, name, inst, cls_value)
         raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
 
