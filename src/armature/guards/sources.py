@@ -179,6 +179,26 @@ class ModuleMemberSource(ItemSource):
 
 
 @dataclass(frozen=True)
+class ClosureCellSource(Source):
+    """The cell ``index`` of the called function's closure."""
+
+    index: int
+    name: str
+
+    def expr(self, pool):
+        return f"{FN_ARG}.__closure__[{self.index}]"
+
+    def emit(self, out):
+        out.instr("LOAD_FAST", FN_ARG)
+        out.instr("LOAD_ATTR", "__closure__")
+        out.load_const(self.index)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        return f"<cell {self.name}>"
+
+
+@dataclass(frozen=True)
 class ClosureSource(Source):
     """Contents of cell ``index`` of the called function's closure."""
 
@@ -186,13 +206,10 @@ class ClosureSource(Source):
     name: str
 
     def expr(self, pool):
-        return f"{FN_ARG}.__closure__[{self.index}].cell_contents"
+        return f"{ClosureCellSource(self.index, self.name).expr(pool)}.cell_contents"
 
     def emit(self, out):
-        out.instr("LOAD_FAST", FN_ARG)
-        out.instr("LOAD_ATTR", "__closure__")
-        out.load_const(self.index)
-        out.instr("BINARY_SUBSCR")
+        ClosureCellSource(self.index, self.name).emit(out)
         out.instr("LOAD_ATTR", "cell_contents")
 
     def __str__(self):

@@ -6,7 +6,7 @@ import types
 from typing import Any
 
 from ..diagnostics.errors import Unsupported, user_error
-from ..guards.sources import AttrSource, ItemSource, Source
+from ..guards.sources import AttrSource, ClosureCellSource, ItemSource, Source
 from .base import Value
 from .constant import ConstantValue
 
@@ -91,7 +91,7 @@ class RealCellValue(Value):
         from ..guards.sources import ClosureSource
         src = self.source
         if isinstance(src, ClosureSource):
-            return _ClosureCellSource(src.index, src.name)
+            return ClosureCellSource(src.index, src.name)
         return src.parent
 
 
@@ -310,27 +310,3 @@ class BoundMethodValue(Value):
     def __repr__(self):
         return f"<bound method {self.func!r} of {self.obj!r}>"
 
-
-from dataclasses import dataclass as _dataclass  # noqa: E402
-
-from ..guards.sources import FN_ARG as _FN_ARG  # noqa: E402
-
-
-@_dataclass(frozen=True)
-class _ClosureCellSource(Source):
-    """The cell object ``___f.__closure__[index]``."""
-
-    index: int
-    name: str
-
-    def expr(self, pool):
-        return f"{_FN_ARG}.__closure__[{self.index}]"
-
-    def emit(self, out):
-        out.instr("LOAD_FAST", _FN_ARG)
-        out.instr("LOAD_ATTR", "__closure__")
-        out.load_const(self.index)
-        out.instr("BINARY_SUBSCR")
-
-    def __str__(self):
-        return f"<cell {self.name}>"

@@ -158,15 +158,6 @@ class ModuleValue(Value):
         self.attrs[name] = DELETED
         tx.ctx.effects.record(AttrDelete(self, name))
 
-    def has_attr(self, tx, name) -> bool:
-        try:
-            self.getattr(tx, name)
-            return True
-        except UserException as e:
-            if issubclass(e.exc_type, AttributeError):
-                return False
-            raise
-
     # --- container protocol of Sequential / ModuleList / ModuleDict ---------------
     def _children(self):
         return list(self.mod._modules.items())

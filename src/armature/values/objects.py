@@ -328,15 +328,6 @@ class ObjectValue(Value):
             return bind_attr(tx, gattr, gowner, "__getattr__", self, cls_value).call(tx, [ConstantValue(name)], {})
         raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
 
-    def has_attr(self, tx, name) -> bool:
-        try:
-            self.getattr(tx, name)
-            return True
-        except UserException as e:
-            if issubclass(e.exc_type, AttributeError):
-                return False
-            raise
-
     def setattr(self, tx, name, value):
         cls_value = self._class_value(tx)
         sa, owner, _ = cls_value.lookup(tx, "__setattr__")
