@@ -8,7 +8,7 @@ import torch
 import armature
 from helpers import CountingBackend, assert_equal
 
-from .util import MODULE_CALLEE_NOT_COMPILED, MODULE_FORWARD_NOT_COMPILED, dynamo_graph_count
+from .util import dynamo_graph_count
 
 
 class Net(torch.nn.Module):
@@ -57,7 +57,6 @@ def test_branches_of_net_are_both_taken():
     assert m.log == ["big", "small"]
 
 
-@MODULE_CALLEE_NOT_COMPILED
 def test_model_through_a_compiled_function(capsys):
     """The module called from a compiled function: its forward is inlined,
     its print splits the caller, and forward's own parts are compiled."""
@@ -80,7 +79,6 @@ def test_model_through_a_compiled_function(capsys):
     assert 4 <= counter.frame_count <= 6, [gm.code for gm in counter.graphs]
 
 
-@MODULE_FORWARD_NOT_COMPILED
 def test_compiled_model_with_print_and_branch(capsys):
     m_e, m_c = make_net(), make_net()
     counter = CountingBackend()

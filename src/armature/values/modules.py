@@ -82,7 +82,14 @@ class ModuleValue(Value):
             raise Unsupported(f"descriptor {name!r} on {type(mod).__name__}")
         if name in d and not deleted:
             src = AttrSource(self.source, name) if self.source is not None else None
-            return wrap(tx.ctx, d[name], src)
+            value = d[name]
+            if type(value) in (int, float) and src is not None:
+                # a number stored on a module (a step counter, a size): kept
+                # symbolic, so it is guarded only if the code needs its value
+                from .symbolic import SymbolicNumberValue
+                tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, src, type(value)))
+                return SymbolicNumberValue(value, src, tx.ctx)
+            return wrap(tx.ctx, value, src)
         if name in _MEMBER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name):
             return _MemberIterMethod(self, name)
         for table in ("_parameters", "_buffers", "_modules"):

@@ -167,6 +167,9 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
     from .base import LazyValue
     if type(v) is LazyValue:
         v = v.realize()
+    from .symbolic import SymbolicNumberValue
+    if isinstance(v, SymbolicNumberValue):  # the graph is specialised on it (guarded)
+        v = v.specialize()
     if isinstance(v, TensorValue):
         return v.node, v.fake
     if isinstance(v, ConstantValue):

@@ -70,7 +70,8 @@ def build_string(f, inst):
 @opcode("FORMAT_VALUE")
 def format_value(f, inst):
     spec = f.pop().as_python_constant() if inst.arg & 0x04 else ""
-    value = f.pop()
+    from ...values.base import concrete
+    value = concrete(f, f.pop())
     if not value.is_python_constant():
         raise Unsupported(f"formatting {value} into a string")
     v = value.as_python_constant()
