@@ -190,7 +190,3 @@ def snap(obj, _depth=0):
 #: A module called from compiled code whose forward breaks runs its whole
 #: forward natively (the callee on the stack is not replaced by a compiled
 #: wrapper of forward, as a plain user function is).
-MODULE_CALLEE_NOT_COMPILED = pytest.mark.xfail(
-    strict=True,
-    reason="armature: an nn.Module called from compiled code whose forward breaks runs forward natively: "
-           "none of forward's parts are compiled (plain function callees are)")
