@@ -657,7 +657,7 @@ CASES = [
     case(sorted_with_key, X),
     case(sorted_tensors_by_shape, XS),
     case(min_max_variants, X),
-    case(min_max_key, X, marks=xfail("min()/max() with key= are Unsupported")),
+    case(min_max_key, X),
     case(min_max_of_shapes, M),
     case(sum_any_all, X),
     case(sum_of_tensors, [t(3), t(3)]),

@@ -341,7 +341,6 @@ def gen_expression_in_genfunc(x):
 
 X = t(4)
 XS = [t(3), t(3), t(3)]
-NO_YIELD_FROM = xfail("yield from (GET_YIELD_FROM_ITER) is not modelled")
 
 CASES = [
     # list comprehensions
@@ -386,7 +385,7 @@ CASES = [
     case(gen_pairs, XS),
     case(gen_nested_in_frame, X),
     case(gen_closure_state, X),
-    case(gen_yield_from, X, marks=NO_YIELD_FROM),
+    case(gen_yield_from, X),
     case(gen_return_value_stops, X),
     case(gen_early_return, X),
     case(gen_infinite_with_zip, X),
@@ -394,7 +393,7 @@ CASES = [
     case(gen_unpacking, X),
     case(gen_enumerate_generator, X),
     case(gen_send_value, X, marks=xfail("generator.send() is Unsupported")),
-    case(gen_expression_in_genfunc, X, marks=NO_YIELD_FROM),
+    case(gen_expression_in_genfunc, X),
 ]
 
 

@@ -209,13 +209,30 @@ def _dict(tx, *args, **kwargs):
 
 
 def _reduce_minmax(tx, fn, args, kwargs):
-    if kwargs or len(args) == 1 and not args[0].is_python_constant():
-        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
-        if _all_const(*items) and "key" not in kwargs:
-            d = {"default": kwargs["default"].as_python_constant()} if "default" in kwargs else {}
-            return ConstantValue(fn([i.as_python_constant() for i in items], **d))
-        raise Unsupported(f"{fn.__name__}() over values that are not constants")
-    return fold_call(fn, args, kwargs)
+    """min()/max() as CPython computes them: the first item whose key is
+    strictly smaller (larger) than the best so far wins; keys are compared
+    with the traced ``<`` (so user ``__lt__`` runs, and tensors break)."""
+    import operator as _op
+    if not kwargs and all(a.is_python_constant() for a in args) and \
+            (len(args) > 1 or args[0].is_python_constant()):
+        return fold_call(fn, args, kwargs)
+    key = kwargs.get("key")
+    if key is not None and key.is_python_constant() and key.as_python_constant() is None:
+        key = None
+    items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+    if not items:
+        if "default" in kwargs:
+            return kwargs["default"]
+        raise user_error(ValueError, f"{fn.__name__}() arg is an empty sequence")
+    from .operators import compare_op
+    better = _op.lt if fn is min else _op.gt
+    best = items[0]
+    best_k = key.call(tx, [best], {}) if key is not None else best
+    for item in items[1:]:
+        k = key.call(tx, [item], {}) if key is not None else item
+        if compare_op(tx, better, k, best_k).truth(tx):
+            best, best_k = item, k
+    return best
 
 
 @rule(min)

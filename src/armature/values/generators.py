@@ -30,12 +30,13 @@ class GeneratorValue(IteratorValue):
             f.push(ConstantValue(None))  # the value sent by next()
         self.started = True
         f.yielded = None
-        f.run()
+        result = f.run()
         if f.yielded is not None:
             v = f.yielded
             f.yielded = None
             return v
         self.done = True
+        self.return_value = result  # what `yield from` evaluates to
         return None
 
     def unpack(self, tx):

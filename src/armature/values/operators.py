@@ -145,7 +145,23 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     if is_constant_tree(a) and is_constant_tree(b):
         from .builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    ca, cb = _specialize_tree(tx, a), _specialize_tree(tx, b)
+    if (ca is not a or cb is not b) and is_constant_tree(ca) and is_constant_tree(cb):
+        # symbolic numbers inside (``size[:-1] + (self.nf,)``): use their values
+        from .builder import wrap_constant_result
+        return wrap_constant_result(_fold(op, ca.as_python_constant(), cb.as_python_constant()))
     raise Unsupported(f"operator {getattr(base, '__name__', base)} on {a} and {b}")
+
+
+def _specialize_tree(tx, v: Value) -> Value:
+    """``v`` with lazy values realized and symbolic numbers specialised,
+    inside tuples and lists too (a new container only if something changed)."""
+    v = concrete(tx, v)
+    if isinstance(v, TupleValue) or type(v) is ListValue:
+        items = [_specialize_tree(tx, i) for i in v.items]
+        if any(a is not b for a, b in zip(items, v.items)):
+            return TupleValue(items, cls=v.cls) if isinstance(v, TupleValue) else ListValue(items)
+    return v
 
 
 def unary_op(tx, op: Callable, a: Value) -> Value:

@@ -104,3 +104,27 @@ def return_generator(f, inst):
 @opcode("YIELD_VALUE")
 def yield_value(f, inst):
     f.yielded = f.pop_raw()
+
+
+@opcode("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(f, inst):
+    from ...values.generators import GeneratorValue
+    v = f.pop()
+    f.push(v if isinstance(v, GeneratorValue) else f.get_iter(v))
+
+
+@opcode("SEND")
+def send(f, inst):
+    """``yield from``: resume the inner iterator; a yielded value goes on to
+    the YIELD_VALUE that follows, exhaustion pushes the return value."""
+    sent = f.pop()
+    if not (sent.is_python_constant() and sent.as_python_constant() is None):
+        raise Unsupported("sending a value into a generator (generator.send)")
+    receiver = f.stack[-1]
+    v = receiver.next(f)
+    if v is None:
+        f.pop()
+        f.push(getattr(receiver, "return_value", None) or ConstantValue(None))
+        f.jump(inst.argval)
+    else:
+        f.push(v)
