@@ -446,9 +446,33 @@ def test_module_training_flag():
 
 
 def test_module_int_attribute():
+    # A number stored on a module and used in tensor arithmetic enters the
+    # graph as an input (values/symbolic.py): a new value is just read, no
+    # recompile, right answer.
     m = Branchy()
     cm = compiled(m)
     x = rand(2, 3)
+    run(cm, m, x)
+    run(cm, m, x)
+    assert n_entries(cm) == 1
+    m.k = 5
+    run(cm, m, x)
+    assert n_entries(cm) == 1
+
+
+def test_module_int_attribute_needed_as_a_value():
+    # ... but one whose value the code needs (here: a slice bound) is guarded.
+    class Slicer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = 2
+
+        def forward(self, x):
+            return x[: self.k] * 2
+
+    m = Slicer()
+    cm = compiled(m)
+    x = rand(6)
     run(cm, m, x)
     run(cm, m, x)
     assert n_entries(cm) == 1
@@ -682,10 +706,10 @@ def test_distinct_tensors_then_same_tensor_twice():
 
 def test_recompile_limit():
     def f(x, n):
-        return x * n
+        return x[:n] * 2  # the value of n shapes the graph: every n is a new entry
 
     cf = compiled(f)
-    x = rand(3)
+    x = rand(6)
     with armature.config.patch(recompile_limit=2):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

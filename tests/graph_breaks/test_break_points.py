@@ -542,8 +542,6 @@ def test_no_recompile_when_break_is_not_data_dependent():
     assert _graphs_over_calls(brk_graph_break, inputs) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="armature: a float read by .item() before a break is baked into "
-                                       "the resume function's graph as a constant: one recompile per call")
 def test_data_values_do_not_recompile_per_call():
     # torch.compile: 3 graphs (the resume function recompiles once with the
     # float made dynamic); design section 7 asks for the same.

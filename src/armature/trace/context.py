@@ -78,7 +78,8 @@ class TraceContext:
         """If the graph mutates its inputs, distinct tensor inputs must stay
         distinct objects (an aliased call would mutate what another input
         reads); one guard checks them all."""
-        inputs = self.graph.inputs
+        from ..values.symbolic import ScalarTensorSource
+        inputs = [gi for gi in self.graph.inputs if not isinstance(gi.source, ScalarTensorSource)]
         if not self.graph.mutates or len(inputs) < 2:
             return
         from ..guards.guard import Guard, Kind

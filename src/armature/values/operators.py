@@ -97,6 +97,18 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             out = b.binary(tx, op, a, True)
         if out is not None:
             return out
+        from .symbolic import as_graph_input
+        if isinstance(a, SymbolicNumberValue):
+            t = as_graph_input(tx, a, b, op)
+            if t is not None:
+                return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [t, b], {})
+        if isinstance(b, SymbolicNumberValue):
+            t = as_graph_input(tx, b, a, op)
+            if t is not None:
+                if op in _INPLACE and isinstance(a, TensorValue):
+                    graph_call(tx, "call_function", op, [a, t], {})
+                    return a
+                return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, t], {})
         a, b = concrete(tx, a), concrete(tx, b)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         if op in _INPLACE and isinstance(a, TensorValue):

@@ -61,6 +61,56 @@ class BinOpSource(Source):
         return f"({self.left} {_BINOPS[self.op][0]} {self.right})"
 
 
+@dataclass(frozen=True)
+class ScalarTensorSource(Source):
+    """A 0-d tensor made at run time from a symbolic number, so the number
+    can be a graph input instead of a constant baked into the graph."""
+
+    number: Any
+    dtype: Any
+
+    def expr(self, pool):
+        return f"{pool.const(_scalar_tensor)}({pool.render(self.number)}, {pool.const(self.dtype)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(_scalar_tensor)
+        self.number.emit(out)
+        out.load_const(self.dtype)
+        out.call(2)
+
+    def __str__(self):
+        return f"tensor({self.number})"
+
+
+def _scalar_tensor(v, dtype):
+    import torch
+    return torch.tensor(v, dtype=dtype)
+
+
+_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.truediv})
+
+
+def as_graph_input(tx, number: "SymbolicNumberValue", other, op):
+    """Where ``number`` meets a floating-point tensor in +,-,*,/ it enters the
+    graph as a 0-d tensor input (int64 or float64): for a floating tensor
+    such a 0-d operand never changes the result dtype, and its value is
+    converted to the tensor's dtype exactly as a Python scalar is.  Returns
+    None where that would not be exactly eager's arithmetic."""
+    import torch
+    from .tensor import TensorValue
+    base = _INPLACE.get(op, op)
+    if base not in _ARITHMETIC or not isinstance(other, TensorValue) or not other.fake.is_floating_point():
+        return None
+    if type(number.example) is bool:
+        return None
+    dtype = torch.int64 if type(number.example) is int else torch.float64
+    src = ScalarTensorSource(number.source, dtype)
+    real = torch.tensor(number.example, dtype=dtype)
+    node, fake = tx.ctx.graph.add_input(real, src)
+    return TensorValue(node, fake, source=None)
+
+
 class SymbolicNumberValue(Value):
     def __init__(self, example: int | float, expr: Source, ctx):
         super().__init__(expr)
