@@ -400,17 +400,13 @@ def test_script_module_fallback_keeps_graph_around_it():
 
 _XF_SETATTR = pytest.mark.xfail(strict=True, reason="armature: a module's custom __setattr__ is not inlined "
                                                     "(Unsupported under fullgraph)")
-_XF_SUPER = pytest.mark.xfail(strict=True, reason="armature: module methods using super() fail under "
-                                                  "fullgraph ('closure of X without a source')")
-
-
 @pytest.mark.parametrize("cls", [
     CustomGetattr,
     GetattrDelegates,
     pytest.param(CustomSetattr, marks=_XF_SETATTR),
-    pytest.param(CustomCall, marks=_XF_SUPER),
+    CustomCall,
     GeneratorParameters,
-    pytest.param(GeneratorNamedParameters, marks=_XF_SUPER),
+    GeneratorNamedParameters,
     CallWithoutSuper, DictNamedBuffers, PropertyParameters, PlainNamedModules, StaticBuffers,
 ], ids=lambda c: c.__name__)
 def test_captured_in_one_graph(cls):

@@ -288,9 +288,18 @@ class ModuleValue(Value):
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
             if isinstance(call, types.FunctionType):
-                from .functions import UserFunctionValue
-                return UserFunctionValue(call, None).call(tx, [self, *args], kwargs)
+                from .objects import find_class_attr, wrap_class_attr
+                raw, owner = find_class_attr(type(mod), "__call__")
+                fv = wrap_class_attr(tx, type(mod), "__call__", raw, owner)  # (its closure has a source)
+                return fv.call(tx, [self, *args], kwargs)
             raise Unsupported(f"the C __call__ of {type(mod).__name__}")
+        return self.standard_call(tx, args, kwargs)
+
+    def standard_call(self, tx, args, kwargs):
+        """``nn.Module.__call__`` itself (also what ``super().__call__`` reaches)."""
+        from .containers import TupleValue, DictValue
+        mod = self.mod
+        m = torch.nn.modules.module
         if self.source is not None:
             for h in ("_backward_hooks", "_backward_pre_hooks"):
                 if getattr(mod, h):
@@ -424,7 +433,7 @@ class _MemberIterMethod(Value):
         mod = owner.mod
         # sources of every submodule by dotted path; guard each one's structure
         paths = {"": owner.source}
-        for path, sub in mod.named_modules(remove_duplicate=False):
+        for path, sub in torch.nn.Module.named_modules(mod, remove_duplicate=False):
             if path:
                 parent, _, leaf = path.rpartition(".")
                 paths[path] = ModuleMemberSource(paths[parent], leaf, "_modules")
@@ -432,10 +441,10 @@ class _MemberIterMethod(Value):
             for table in ("_parameters", "_buffers", "_modules"):
                 tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(src, table), list(getattr(sub, table))))
         try:
-            items = list(getattr(mod, self.name)(*a, **k))
+            items = list(getattr(torch.nn.Module, self.name)(mod, *a, **k))  # nn.Module's own
         except Exception as e:
             raise Unsupported(f"Module.{self.name}() raised {type(e).__name__}: {e}")
-        owners = {id(m): p for p, m in mod.named_modules(remove_duplicate=False)}
+        owners = {id(m): p for p, m in torch.nn.Module.named_modules(mod, remove_duplicate=False)}
         out = []
         for item in items:
             name, obj = item if isinstance(item, tuple) else (None, item)
@@ -450,7 +459,7 @@ class _MemberIterMethod(Value):
 
 
 def _member_source(mod, paths, obj):
-    for path, sub in mod.named_modules(remove_duplicate=False):
+    for path, sub in torch.nn.Module.named_modules(mod, remove_duplicate=False):
         for table in ("_parameters", "_buffers"):
             for k, t in getattr(sub, table).items():
                 if t is obj:

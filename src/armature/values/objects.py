@@ -701,6 +701,12 @@ class SuperValue(Value):
                 from .modules import ModuleValue
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
                     return _ModuleMember(self.obj)
+                if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:
+                    from .modules import _MEMBER_METHODS, _MemberIterMethod
+                    if name == "__call__":
+                        return _ModuleStandardCall(self.obj)
+                    if name in _MEMBER_METHODS:
+                        return _MemberIterMethod(self.obj, name)
                 if raw is object.__setattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "set")
                 if raw is object.__getattribute__ and isinstance(self.obj, ObjectValue):
@@ -728,6 +734,17 @@ class _ModuleMember(Value):
 
     def call(self, tx, args, kwargs):
         return self.module.member(tx, args[0].as_python_constant())
+
+
+class _ModuleStandardCall(Value):
+    """``super().__call__`` reaching ``nn.Module.__call__``."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def call(self, tx, args, kwargs):
+        return self.module.standard_call(tx, list(args), dict(kwargs))
 
 
 class _NoopInit(Value):
