@@ -28,6 +28,7 @@ class AttrStore:
     value: Value
     via_dict: bool = False        # obj.__dict__[name] = value
     on_type: bool = False         # a class attribute (type.__setattr__)
+    via_module: bool = False      # through nn.Module.__setattr__ (registers members)
 
 
 @dataclass(eq=False)
@@ -36,6 +37,7 @@ class AttrDelete:
     name: str
     via_dict: bool = False
     on_type: bool = False
+    via_module: bool = False
 
 
 @dataclass(eq=False)

@@ -26,12 +26,14 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
         if isinstance(rec, fx.AttrStore):
             obj, val = out.materialize(rec.obj), out.materialize(rec.value)
             fn = replay.store_type_attr if rec.on_type else (
-                replay.store_dict_item if rec.via_dict else replay.store_attr)
+                replay.store_dict_item if rec.via_dict else (
+                    replay.module_setattr if rec.via_module else replay.store_attr))
             plans.append((fn, (obj, rec.name, val)))
         elif isinstance(rec, fx.AttrDelete):
             obj = out.materialize(rec.obj)
             fn = replay.delete_type_attr if rec.on_type else (
-                replay.delete_dict_item if rec.via_dict else replay.delete_attr)
+                replay.delete_dict_item if rec.via_dict else (
+                    replay.module_delattr if rec.via_module else replay.delete_attr))
             plans.append((fn, (obj, rec.name)))
         elif isinstance(rec, fx.DictReplace):
             plans.append((replay.replace_instance_dict, (out.materialize(rec.obj), out.materialize(rec.new))))

@@ -136,3 +136,14 @@ def new_dict_object(cls, names, values, keys, items):
     for n, v in zip(names, values):
         d[n] = v
     return obj
+
+
+def module_setattr(mod, name, value):
+    """nn.Module.__setattr__: registers parameters, buffers and submodules."""
+    import torch
+    torch.nn.Module.__setattr__(mod, name, value)
+
+
+def module_delattr(mod, name):
+    import torch
+    torch.nn.Module.__delattr__(mod, name)

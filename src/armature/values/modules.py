@@ -128,42 +128,48 @@ class ModuleValue(Value):
                 return self._member(tx, table, name, t[name])
         raise user_error(AttributeError, f"{type(self.mod).__name__!r} object has no attribute {name!r}")
 
-    def _plain_attr_target(self, tx, name, value) -> None:
-        """Refuse writes whose meaning goes beyond object.__setattr__ under
-        nn.Module.__setattr__ (registering parameters, buffers, submodules)."""
+    def _structural(self, tx, name, value) -> bool:
+        """Check a write is one we can replay; True when it goes through
+        nn.Module.__setattr__'s registration logic (a parameter, buffer or
+        submodule is registered, replaced or deleted)."""
         mod = self.mod
         if type(mod).__setattr__ is not torch.nn.Module.__setattr__ or \
                 type(mod).__delattr__ is not torch.nn.Module.__delattr__:
             raise Unsupported(f"custom __setattr__/__delattr__ of {type(mod).__name__}")
-        for table in ("_parameters", "_buffers", "_modules"):
-            if name in mod.__dict__.get(table, {}):
-                raise Unsupported(f"replacing the registered {table[1:-1]} {name!r} of {type(mod).__name__} "
-                                  "inside a compiled function")
-        from .tensor import TensorValue
-        if isinstance(value, ModuleValue) or isinstance(value, TensorValue) and \
-                issubclass(value.python_type(), torch.nn.Parameter):
-            raise Unsupported(f"registering {name!r} on {type(mod).__name__} inside a compiled function")
         cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
             raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
         if self.source is None:
             raise Unsupported(f"writing an attribute of a module without a source")
+        from .tensor import TensorValue
+        registered = any(name in mod.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules"))
+        registers = isinstance(value, ModuleValue) or isinstance(value, TensorValue) and \
+            issubclass(value.python_type(), torch.nn.Parameter)
+        if (registered or registers) and value is not None and \
+                not isinstance(value, (TensorValue, ModuleValue)) and \
+                not (value.is_python_constant() and value.as_python_constant() is None):
+            raise Unsupported(f"assigning {value} to the registered member {name!r} of {type(mod).__name__}")
+        return registered or registers
 
     def setattr(self, tx, name, value):
         from ..effects import AttrStore
         from .base import realize
         value = realize(tx.ctx, value)  # nn.Module.__setattr__ depends on what it is
-        self._plain_attr_target(tx, name, value)
+        structural = self._structural(tx, name, value)
         self.attrs[name] = value
-        tx.ctx.effects.record(AttrStore(self, name, value))
+        if structural:  # replayed through nn.Module.__setattr__, which registers it
+            self.structure_changed = True
+        tx.ctx.effects.record(AttrStore(self, name, value, via_module=structural))
 
     def delattr(self, tx, name):
         from ..effects import DELETED, AttrDelete
-        self._plain_attr_target(tx, name, None)
-        if name not in self.attrs and name not in self.mod.__dict__:
+        structural = self._structural(tx, name, None)
+        if name not in self.attrs and name not in self.mod.__dict__ and not structural:
             raise user_error(AttributeError, name)
         self.attrs[name] = DELETED
-        tx.ctx.effects.record(AttrDelete(self, name))
+        if structural:
+            self.structure_changed = True
+        tx.ctx.effects.record(AttrDelete(self, name, via_module=structural))
 
     # --- container protocol of Sequential / ModuleList / ModuleDict ---------------
     def _children(self):
@@ -430,6 +436,8 @@ class _MemberIterMethod(Value):
         owner = self.owner
         if owner.source is None:
             raise Unsupported(f"Module.{self.name}() on a module without a source")
+        if getattr(owner, "structure_changed", False):
+            raise Unsupported(f"Module.{self.name}() after members were registered or removed in this frame")
         mod = owner.mod
         # sources of every submodule by dotted path; guard each one's structure
         paths = {"": owner.source}
