@@ -189,8 +189,15 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
     from .guards.guard import Kind
     for entry in cache.entries:
         g = failed_guard(f, entry.guards, args, kwargs)
-        if g is not None and g != "unbound" and g.kind is Kind.CONSTANT_MATCH and \
-                type(g.expected) in (int, float) and g.source is not None:
+        if g is None or g == "unbound" or g.source is None:
+            continue
+        if g.kind is Kind.CONSTANT_MATCH and type(g.expected) in (int, float):
+            cache.dynamic_sources.add(g.source)
+        # a parameter/buffer object replaced between calls (``self.buf = ...``):
+        # from now on it is a graph input instead of a graph attribute
+        from .guards.sources import ModuleMemberSource
+        if g.kind is Kind.ID_MATCH and isinstance(g.source, ModuleMemberSource) and \
+                g.source.table in ("_parameters", "_buffers"):
             cache.dynamic_sources.add(g.source)
 
 

@@ -41,6 +41,16 @@ class AttrDelete:
 
 
 @dataclass(eq=False)
+class MethodCall:
+    """A method of an outside object called for its effect (e.g.
+    ``module.register_buffer``), replayed by calling it."""
+    obj: Value
+    name: str
+    args: list
+    kwargs: dict
+
+
+@dataclass(eq=False)
 class DictReplace:
     """``obj.__dict__ = new``"""
     obj: Value

@@ -794,3 +794,62 @@ def test_structure_change_on_submodule_from_parent():
     assert_equal(twin.state_dict(), m.state_dict())
     assert_equal(twin(x), cm(x))
     assert _structure(m) == _structure(twin)
+
+
+class _Restructure(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+        self.register_buffer("buf", torch.zeros(3))
+        self.extra = nn.Identity()
+
+    def forward(self, x):
+        self.a, self.b = self.b, self.a       # replace registered submodules
+        self.buf = self.buf + 1                # replace a registered buffer
+        del self.extra                         # delete a registered submodule
+        return self.a(x) + self.buf
+
+
+def test_structure_changes_replayed_as_side_effects_in_one_graph():
+    import copy
+    m = _Restructure()
+    m_e = copy.deepcopy(m)
+    counter = CountingBackend()
+    cm = armature.compile(m, backend=counter, fullgraph=True)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(cm(x), m_e(x))
+    assert counter.frame_count == 1
+    assert [n for n, _ in m.named_modules()] == [n for n, _ in m_e.named_modules()]
+    assert list(m.state_dict()) == list(m_e.state_dict())
+    for k, v in m_e.state_dict().items():
+        torch.testing.assert_close(m.state_dict()[k], v)
+    assert m.a is not None and not hasattr(m, "extra")
+
+
+class _RegistersOnFirstCall(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if not hasattr(self, "count"):
+            self.register_buffer("count", torch.zeros(4))   # registered inside the frame
+        self.count = self.count + 1                          # then replaced every call
+        return self.lin(x) + self.count
+
+
+def test_register_buffer_in_frame_is_replayed_and_settles():
+    import copy
+    m = _RegistersOnFirstCall()
+    m_e = copy.deepcopy(m)
+    cm = armature.compile(m, backend="eager", fullgraph=True)
+    x = torch.ones(2, 4)
+    for _ in range(12):
+        torch.testing.assert_close(cm(x), m_e(x))
+    assert list(m.state_dict()) == list(m_e.state_dict())
+    torch.testing.assert_close(m.count, m_e.count)
+    assert "count" not in m.__dict__  # a registered buffer, not a plain attribute
+    # first call (not registered yet), second (a graph attribute), then the
+    # replaced buffer becomes a graph input: no recompile per call
+    assert len(armature.cache_entries(cm)) <= 3

@@ -35,6 +35,11 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
                 replay.delete_dict_item if rec.via_dict else (
                     replay.module_delattr if rec.via_module else replay.delete_attr))
             plans.append((fn, (obj, rec.name)))
+        elif isinstance(rec, fx.MethodCall):
+            obj = out.materialize(rec.obj)
+            args = tuple(out.materialize(a) for a in rec.args)
+            kwargs = {k: out.materialize(v) for k, v in rec.kwargs.items()}
+            plans.append((replay.call_method, (obj, rec.name, tuple(kwargs)) + args + tuple(kwargs.values())))
         elif isinstance(rec, fx.DictReplace):
             plans.append((replay.replace_instance_dict, (out.materialize(rec.obj), out.materialize(rec.new))))
         elif isinstance(rec, fx.ContainerMutated):

@@ -147,3 +147,8 @@ def module_setattr(mod, name, value):
 def module_delattr(mod, name):
     import torch
     torch.nn.Module.__delattr__(mod, name)
+
+
+def call_method(obj, name, kwnames, *values):
+    n = len(values) - len(kwnames)
+    getattr(obj, name)(*values[:n], **dict(zip(kwnames, values[n:])))

@@ -84,7 +84,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
                               hint="tensor subclasses are on the roadmap; this frame runs eagerly")
         from ..guards.sources import ModuleMemberSource
         if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
-                and ctx.config.module_parameters == "attributes":
+                and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources:
             _guard(ctx, Kind.ID_MATCH, source, obj)
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)

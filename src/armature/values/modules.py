@@ -92,6 +92,9 @@ class ModuleValue(Value):
             return wrap(tx.ctx, value, src)
         if name in _MEMBER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name):
             return _MemberIterMethod(self, name)
+        if name in _REGISTER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name) \
+                and self.source is not None:
+            return _RegisterMethod(self, name)
         for table in ("_parameters", "_buffers", "_modules"):
             t = d.get(table)
             if t is not None and name in t:
@@ -142,7 +145,8 @@ class ModuleValue(Value):
         if self.source is None:
             raise Unsupported(f"writing an attribute of a module without a source")
         from .tensor import TensorValue
-        registered = any(name in mod.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules"))
+        registered = any(name in mod.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")) \
+            or name in getattr(self, "pending_members", ())
         registers = isinstance(value, ModuleValue) or isinstance(value, TensorValue) and \
             issubclass(value.python_type(), torch.nn.Parameter)
         if (registered or registers) and value is not None and \
@@ -464,6 +468,40 @@ class _MemberIterMethod(Value):
                 v = wrap(tx.ctx, obj, src)
             out.append(TupleValue([ConstantValue(name), v]) if name is not None else v)
         return IteratorValue(out)
+
+
+_REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
+
+
+class _RegisterMethod(Value):
+    """``module.register_buffer(name, t)`` and friends inside the frame: the
+    member is visible to the rest of the trace at once, and the call itself
+    is replayed (with nn.Module's own checks) as a side effect."""
+
+    def __init__(self, owner: "ModuleValue", name: str):
+        super().__init__()
+        self.owner, self.name = owner, name
+
+    def call(self, tx, args, kwargs):
+        from ..effects import MethodCall
+        from .base import realize
+        from .constant import ConstantValue
+        from .tensor import TensorValue
+        args = [realize(tx.ctx, a) for a in args]
+        kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
+        member = args[0].as_python_constant() if args else kwargs["name"].as_python_constant()
+        value = args[1] if len(args) > 1 else kwargs.get("tensor", kwargs.get("param", kwargs.get("module")))
+        if not isinstance(member, str) or not member or "." in member:
+            raise Unsupported(f"Module.{self.name}() with the name {member!r}")
+        if value is None or not (isinstance(value, (TensorValue, ModuleValue)) or
+                                 value.is_python_constant() and value.as_python_constant() is None):
+            raise Unsupported(f"Module.{self.name}() of {value}")
+        owner = self.owner
+        owner.attrs[member] = value
+        owner.structure_changed = True
+        owner.pending_members = getattr(owner, "pending_members", set()) | {member}
+        tx.ctx.effects.record(MethodCall(owner, self.name, list(args), dict(kwargs)))
+        return ConstantValue(None)
 
 
 def _member_source(mod, paths, obj):
