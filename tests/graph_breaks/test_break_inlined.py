@@ -245,15 +245,9 @@ def caller_lambda(x):
     return f(x.exp()) + 1
 
 
-NESTED_NOT_WRAPPED = pytest.mark.xfail(
-    strict=True,
-    reason="armature: a function made inside the frame (def / lambda) whose trace breaks is run "
-           "natively, not through a compiled wrapper: its own parts are not compiled")
-
-
 @pytest.mark.parametrize("fn,args,graphs", [
-    pytest.param(caller_nested_def, (t(3),), 4, id="caller_nested_def", marks=NESTED_NOT_WRAPPED),
-    pytest.param(caller_lambda, (t(3),), 4, id="caller_lambda", marks=NESTED_NOT_WRAPPED),
+    pytest.param(caller_nested_def, (t(3),), 4, id="caller_nested_def"),
+    pytest.param(caller_lambda, (t(3),), 4, id="caller_lambda"),
 ])
 def test_break_in_nested_function_callee(fn, args, graphs):
     assert_same(fn, *args, fullgraph=False)

@@ -106,6 +106,23 @@ def _native_arg(inst: dis.Instruction, labels: dict):
     return inst.arg
 
 
+class _WrappedNested(Value):
+    """A function made in the frame, called through its compiled form:
+    ``functools.partial(nested.call, <the function>)``."""
+
+    def __init__(self, nested, fn_value: Value):
+        super().__init__()
+        self.nested, self.fn_value = nested, fn_value
+
+    def reconstruct(self, out):
+        import functools
+        out.instr("PUSH_NULL")
+        out.load_const(functools.partial)
+        out.load_const(self.nested.call)
+        out.reconstruct(self.fn_value)
+        out.call(2)
+
+
 class _Wrapped(Value):
     """A callable on the stack replaced by its compiled wrapper, so a callee
     whose own trace broke still gets its parts compiled."""
@@ -139,6 +156,12 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
         value = value.getattr(tx, "forward")
     if isinstance(value, UserFunctionValue):
         return _Wrapped(compiled_wrapper_for(value.fn, backend))
+    from ..values.functions import NestedFunctionValue
+    if isinstance(value, NestedFunctionValue) and all(
+            n.isidentifier() for n in value.code.co_varnames[:value.code.co_argcount]):
+        # (a comprehension's ".0" argument cannot be a guard parameter)
+        from ..runtime.wrappers import nested_compiled_for
+        return _WrappedNested(nested_compiled_for(value.code, backend), value)
     if isinstance(value, BoundMethodValue) and isinstance(value.func, UserFunctionValue):
         return _Wrapped(compiled_wrapper_for(value.func.fn, backend), value.obj)
     return value

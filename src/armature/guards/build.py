@@ -84,7 +84,8 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
     """Parameter list text for a function with ``code``'s signature, plus the
     hidden keyword-only ``___f`` (keyword-only so that a call with too many
     positional arguments fails with eager's exact message)."""
-    names = code.co_varnames
+    # (a comprehension's ".0" is not an identifier: it gets a stand-in name)
+    names = tuple(n if n.isidentifier() else f"___arg{i}" for i, n in enumerate(code.co_varnames))
     npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     params = []
     first_default = npos - len(default_names)

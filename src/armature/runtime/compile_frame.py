@@ -119,6 +119,14 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         if fullgraph:
             raise Unsupported(pyversion.unsupported_reason())
         return _fallback(fn, [], pyversion.unsupported_reason(), 0.0)
+    code = fn.__code__
+    nargs = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+        + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    if not all(n.isidentifier() for n in code.co_varnames[:nargs]):
+        reason = f"{fn.__qualname__} has parameters that are not identifiers"
+        if fullgraph:
+            raise Unsupported(reason)
+        return _fallback(fn, [], reason, 0.0)
     if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         reason = f"{fn.__qualname__} is a generator or coroutine function; calling it runs Python"
         if fullgraph:

@@ -41,6 +41,50 @@ def resume_function_for(fn, code, offset, null_mask, local_names, cell_names, ba
     return cf
 
 
+class NestedCompiled:
+    """The compiled form of a function *made inside* a traced frame (a def or
+    lambda whose own trace broke): a new function object is made on every
+    call of the enclosing code, so entries are kept per code object and the
+    actual function object is what guards and resume functions read (its
+    closure cells and defaults)."""
+
+    def __init__(self, code, backend):
+        from .cache import new_cache
+        self._cache = new_cache(code)
+        self._backend = backend
+
+    def call(self, fn, *args, **kwargs):
+        from .compile_frame import compile_call
+        for entry in self._cache.entries:
+            try:
+                hit = entry.guard(*args, ___f=fn, **kwargs)
+            except TypeError:
+                return fn(*args, **kwargs)
+            if hit:
+                result = entry.run(*args, ___f=fn, **kwargs)
+                return result.run() if type(result) is TailCall else result
+        from .. import config as config_mod
+        if len(self._cache.entries) >= config_mod.config.recompile_limit:
+            return fn(*args, **kwargs)
+        entry = compile_call(fn, args, kwargs, self._backend, False)
+        if entry is None:
+            return fn(*args, **kwargs)
+        self._cache.add(entry)
+        result = entry.run(*args, ___f=fn, **kwargs)
+        return result.run() if type(result) is TailCall else result
+
+
+_NESTED: dict[tuple, NestedCompiled] = {}
+
+
+def nested_compiled_for(code, backend) -> NestedCompiled:
+    key = (code, backend)
+    nc = _NESTED.get(key)
+    if nc is None:
+        nc = _NESTED[key] = NestedCompiled(code, backend)
+    return nc
+
+
 def compiled_wrapper_for(fn, backend):
     from ..api import CompiledFunction
     key = (fn, backend)
@@ -53,3 +97,4 @@ def compiled_wrapper_for(fn, backend):
 def reset() -> None:
     _RESUME.clear()
     _WRAPPERS.clear()
+    _NESTED.clear()
