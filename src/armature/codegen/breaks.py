@@ -13,10 +13,10 @@ from __future__ import annotations
 import dis
 import types
 
-from bytecode import BinaryOp, Compare, Instr, Label
+from bytecode import BinaryOp, Compare, Label
 
-from ..trace.frame import Frame, exception_table_of, handler_for
-from ..values.base import NULL, LazyValue, Value
+from ..trace.frame import Frame, handler_for
+from ..values.base import NULL, Value
 from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 

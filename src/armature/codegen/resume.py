@@ -77,7 +77,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple
         if n:
             offsets[new_insts[pos].offset] = orig.offset
         pos += n
-    new_code = _fix_handler_depths(new_code, code, offsets, len(null_mask))
+    new_code = _fix_handler_depths(new_code, code, offsets)
     ORIGIN[new_code] = (code, offsets)
     return new_code
 
@@ -85,7 +85,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple
 _UNSET_DEPTH = 32768
 
 
-def _fix_handler_depths(new_code, code, offsets, nstack):
+def _fix_handler_depths(new_code, code, offsets):
     """The prologue jumps past the original entry, so `bytecode` never walks
     the try-blocks that start before the continuation and leaves their
     handler depths unset.  A handler's depth is a property of the original

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Any, Callable
+from typing import Callable
 
 from bytecode import Bytecode, CompilerFlags, Instr
 

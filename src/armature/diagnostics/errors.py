@@ -8,7 +8,7 @@ location of the instruction it was executing as the error travels out.
 from __future__ import annotations
 
 import linecache
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,3 @@ def user_error(exc_type: type, *args) -> UserException:
 
 class InternalError(ArmatureError):
     """A bug in armature itself (never the user's fault)."""
-
-
-@dataclass
-class ConfigError(ArmatureError, ValueError):
-    message: str
-    extra: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.message

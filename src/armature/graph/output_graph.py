@@ -146,9 +146,6 @@ def _fake_failure(target: Any, e: Exception) -> Unsupported:
     return Unsupported(f"{name}() failed on fake tensors: {type(e).__name__}: {e}")
 
 
-# operator used to index multi-output nodes
-GETITEM = operator.getitem
-
 
 def _is_mutation(kind: str, target: Any, kwargs: dict) -> bool:
     if "out" in kwargs:

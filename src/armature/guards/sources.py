@@ -99,24 +99,6 @@ def global_source(f_globals: dict, name: str, own: bool) -> GlobalSource:
 
 
 @dataclass(frozen=True)
-class BuiltinSource(Source):
-    name: str
-
-    def expr(self, pool):
-        import builtins
-        return f"{pool.const(builtins.__dict__)}[{self.name!r}]"
-
-    def emit(self, out):
-        import builtins
-        out.load_const(builtins.__dict__)
-        out.load_const(self.name)
-        out.instr("BINARY_SUBSCR")
-
-    def __str__(self):
-        return f"builtins.{self.name}"
-
-
-@dataclass(frozen=True)
 class AttrSource(Source):
     parent: Source
     attr: str
@@ -214,20 +196,6 @@ class ClosureSource(Source):
 
     def __str__(self):
         return self.name
-
-
-@dataclass(frozen=True)
-class FunctionSource(Source):
-    """The called function object itself."""
-
-    def expr(self, pool):
-        return FN_ARG
-
-    def emit(self, out):
-        out.instr("LOAD_FAST", FN_ARG)
-
-    def __str__(self):
-        return "<compiled function>"
 
 
 @dataclass(frozen=True)

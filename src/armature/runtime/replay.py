@@ -104,17 +104,6 @@ def grad_mode_exit(cls, prev, mode):
     return obj.__exit__
 
 
-def advance_iterator(it, n):
-    for _ in range(n):
-        next(it)
-
-
-def iterator_sequence(it):
-    """The sequence a list/tuple/range iterator walks (for guards and
-    wrapping; allocation-free for list and tuple iterators)."""
-    return it.__reduce__()[1][0]
-
-
 def replace_set(s, items):
     s.clear()
     s.update(items)

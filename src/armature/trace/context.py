@@ -42,7 +42,6 @@ class TraceContext:
         self.dynamic_sources = frozenset()
         self.initial_grad_enabled = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
-        self._global_hooks_guarded = False
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
                               consts={"___is_grad_enabled": torch.is_grad_enabled},
                               label=f"grad mode is {'enabled' if self.grad_enabled else 'disabled'}"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dis
 import functools
 import types
-from typing import Any
 
 from ..diagnostics.errors import InternalError, Unsupported, UserException, UserLocation, user_error
 from ..values.base import LazyValue, Value

@@ -5,7 +5,6 @@ stay lazy.
 """
 from __future__ import annotations
 
-import builtins
 import enum
 import functools
 import types
@@ -210,9 +209,3 @@ def wrap_constant_result(result: Any) -> Value:
 
 def _unsupported(result):
     raise Unsupported(f"a folded call returned {type(result).__name__}")
-
-
-def builtin_value(ctx, name: str) -> Value:
-    from ..guards.sources import BuiltinSource
-    obj = builtins.__dict__[name]
-    return wrap(ctx, obj, None)

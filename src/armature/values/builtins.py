@@ -5,7 +5,6 @@ known to be pure; otherwise it is Unsupported.
 """
 from __future__ import annotations
 
-import builtins
 import math
 import operator
 from typing import Callable
@@ -117,7 +116,6 @@ def _type(tx, obj, *rest):
     if rest:
         raise Unsupported("type() with three arguments")
     from .builder import wrap
-    from ..guards.sources import constant_source
     t = obj.python_type()
     return wrap(tx.ctx, t, None)
 
@@ -463,7 +461,6 @@ def _signature(tx, obj, *args, **kwargs):
         real = obj.fn
     elif isinstance(obj, BoundMethodValue) and isinstance(obj.func, UserFunctionValue):
         real = obj.func.fn
-        bound = True
     if real is None:
         raise Unsupported(f"inspect.signature() of {obj}")
     a, k = [x.as_python_constant() for x in args], {n: v.as_python_constant() for n, v in kwargs.items()}

@@ -8,7 +8,6 @@ from typing import Any
 from ..diagnostics.errors import Unsupported, user_error
 from ..guards.sources import AttrSource, ClosureCellSource, ItemSource, Source
 from .base import Value
-from .constant import ConstantValue
 
 
 class CellValue(Value):

@@ -13,7 +13,7 @@ import types
 
 import torch
 
-from ..diagnostics.errors import Unsupported, UserException, user_error
+from ..diagnostics.errors import Unsupported, user_error
 from ..guards.guard import Guard, Kind
 from ..guards.sources import AttrSource, ModuleMemberSource, Source
 from .base import Value
@@ -143,7 +143,7 @@ class ModuleValue(Value):
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
             raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
         if self.source is None:
-            raise Unsupported(f"writing an attribute of a module without a source")
+            raise Unsupported("writing an attribute of a module without a source")
         from .tensor import TensorValue
         registered = any(name in mod.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")) \
             or name in getattr(self, "pending_members", ())
@@ -260,7 +260,7 @@ class ModuleValue(Value):
         d = getattr(self.mod, table)
         if self.source is None:
             if d:
-                raise Unsupported(f"hooks on a module without a source")
+                raise Unsupported("hooks on a module without a source")
             return []
         src = AttrSource(self.source, table)
         if not d:
@@ -292,8 +292,6 @@ class ModuleValue(Value):
     def call(self, tx, args, kwargs):
         """``nn.Module.__call__``: forward pre-hooks, forward, forward hooks,
         in the order and with the result rules of ``Module._call_impl``."""
-        from .containers import TupleValue, DictValue
-        from .constant import ConstantValue
         mod = self.mod
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
@@ -307,7 +305,7 @@ class ModuleValue(Value):
 
     def standard_call(self, tx, args, kwargs):
         """``nn.Module.__call__`` itself (also what ``super().__call__`` reaches)."""
-        from .containers import TupleValue, DictValue
+        from .containers import DictValue, TupleValue
         mod = self.mod
         m = torch.nn.modules.module
         if self.source is not None:

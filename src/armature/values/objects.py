@@ -19,7 +19,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from ..diagnostics.errors import Unsupported, UserException, user_error
+from ..diagnostics.errors import Unsupported, user_error
 from ..effects import DELETED, AttrDelete, AttrStore, DictReplace
 from ..guards.guard import Guard, Kind
 from ..guards.sources import AttrSource, ItemSource, Source, constant_source
@@ -60,7 +60,7 @@ def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
 def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value: "ClassValue") -> Value:
     """Apply the descriptor protocol to a raw class attribute (instance None:
     accessed on the class)."""
-    from .functions import BoundMethodValue, UserFunctionValue
+    from .functions import BoundMethodValue
     cls = cls_value.cls
     if isinstance(raw, staticmethod):
         wrap_class_attr(tx, cls, name, raw, owner)

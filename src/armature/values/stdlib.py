@@ -29,15 +29,7 @@ import types
 import typing
 from typing import Any, Callable
 
-from ..diagnostics.errors import Unsupported
-
-try:
-    from ..diagnostics.errors import UserException, user_error
-except ImportError:  # pragma: no cover - older tree without modelled exceptions
-    UserException = Unsupported
-
-    def user_error(exc_type, *args):
-        return Unsupported(f"{exc_type.__name__}: {', '.join(str(a) for a in args)}")
+from ..diagnostics.errors import Unsupported, UserException, user_error
 
 from ..guards.guard import Guard, Kind
 from ..guards.sources import AttrSource, ItemSource

@@ -138,8 +138,6 @@ class TensorMethodValue(Value):
             from .containers import unwrap_constants
             a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
             return ConstantValue(getattr(t.fake, name)(*a, **k))
-        if name == "type" and not args and not kwargs:
-            return ConstantValue(t.fake.type().replace("Fake", ""))  # pragma: no cover
         result = graph_call(tx, "call_method", name, [t, *args], kwargs)
         if _is_inplace_method(name):
             return t

@@ -150,7 +150,7 @@ def unpack_ex(f, inst):
     before, after = inst.arg & 0xFF, inst.arg >> 8
     items = f.iterate(f.pop())
     if len(items) < before + after:
-        raise user_error(ValueError, f"not enough values to unpack")
+        raise user_error(ValueError, "not enough values to unpack")
     star = ListValue(items[before:len(items) - after])
     out = items[:before] + [star] + items[len(items) - after:]
     for v in reversed(out):

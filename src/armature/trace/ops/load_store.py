@@ -5,7 +5,7 @@ import builtins
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
-from ...guards.sources import BuiltinSource, global_source
+from ...guards.sources import global_source
 from ...values.base import NULL
 from ...values.builder import wrap
 from ...values.constant import ConstantValue
@@ -53,7 +53,6 @@ def load_global_value(f, name: str):
     if name in g:
         src = global_source(g, name, own=g is ctx.fn.__globals__)
         obj = g[name]
-        from ...values.builder import is_torch_object  # noqa: F401
         import torch
         if trusted and not isinstance(obj, torch.Tensor):
             return wrap(ctx, obj, None)

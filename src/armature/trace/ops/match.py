@@ -14,13 +14,7 @@ from ...values.constant import ConstantValue
 from ...values.containers import DictValue, TupleValue, _key
 from ..pyversion import opcode
 
-try:
-    from ...diagnostics.errors import UserException, user_error
-except ImportError:  # pragma: no cover
-    UserException = None
-
-    def user_error(exc_type, *args):
-        return Unsupported(f"{exc_type.__name__}: {', '.join(str(a) for a in args)}")
+from ...diagnostics.errors import UserException, user_error
 
 Py_TPFLAGS_SEQUENCE = 1 << 5
 Py_TPFLAGS_MAPPING = 1 << 6
@@ -103,7 +97,7 @@ def _attr_or_none(f, subject, cls, name, seen: set):
     try:
         return subject.getattr(f, name)
     except Unsupported as e:
-        if UserException is not None and isinstance(e, UserException) and issubclass(e.exc_type, AttributeError):
+        if isinstance(e, UserException) and issubclass(e.exc_type, AttributeError):
             return None
         if isinstance(subject, ConstantValue) and not hasattr(subject.value, name):
             return None
