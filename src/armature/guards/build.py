@@ -163,7 +163,11 @@ def explain_failure(fn: types.FunctionType, guards: list[Guard], args, kwargs) -
 def failed_guard(fn: types.FunctionType, guards: list[Guard], args, kwargs):
     """The first guard (cheapest first) that fails for this call."""
     for g in sorted(guards, key=lambda g: g.kind):
-        one = build_guard_function(fn, [g])
+        # one small function per guard, built once (a miss may ask again)
+        cached = getattr(g, "_single", None)
+        if cached is None or cached[0] is not fn:
+            cached = g._single = (fn, build_guard_function(fn, [g]))
+        one = cached[1]
         try:
             ok = one(*args, ___f=fn, **kwargs)
         except TypeError:
