@@ -571,7 +571,7 @@ CASES = [
     case(except_tuple_of_types, X, graphs=0),
     case(except_hierarchy_order, X, marks=USER_EXC_INIT),
     case(except_base_catches_subclass, X),
-    case(raise_from_chaining, X, graphs=0, marks=xfail("`raise E from e` caught inside the trace: __cause__ and __context__ are None")),
+    case(raise_from_chaining, X, graphs=0),
     case(raise_class_not_instance, X),
     case(exception_in_nested_function_caught, X),
     case(exception_in_nested_function_caught, t(2), id="exception_in_nested_function_not_raised", graphs=0),

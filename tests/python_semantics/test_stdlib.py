@@ -1474,7 +1474,5 @@ def od_or_dict(x):
     return od | {"b": x}
 
 
-@pytest.mark.xfail(reason="operators.binary_op builds a plain dict for `|` of dict subclasses (reported)",
-                   strict=False)
 def test_ordered_dict_or_keeps_type():
     assert_same(od_or_dict, X, fullgraph=False)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import dis
 import types
 
-from bytecode import BinaryOp, Compare, Label
+from bytecode import BinaryOp, Compare, Label, TryBegin, TryEnd
 
 from ..trace.frame import Frame, handler_for
 from ..values.base import NULL, Value
 from .emitter import Emitter
+from ..values.exceptions import ExcInfoSlot
 from .exit import emit_grad_mode, emit_side_effects, push_stack
+from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
 
 
 class BreakNotPossible(Exception):
@@ -53,35 +55,17 @@ _JUMPS = {
 }
 
 
-def _is_with_cleanup(code, entry) -> bool:
-    insts, index_of = _insts(code)
-    i = index_of.get(entry.target)
-    return i is not None and insts[i].opname == "PUSH_EXC_INFO" and i + 1 < len(insts) \
-        and insts[i + 1].opname == "WITH_EXCEPT_START"
-
-
 def _insts(code):
     from ..trace.frame import instructions_of
     return instructions_of(code)
 
 
 def is_breakable(frame: Frame, index: int) -> bool:
-    """Can the root frame be split before instruction ``index``?  Only where
-    no try/except or try/finally handler covers it: the native instruction
-    would run outside that handler.  ``with`` blocks are allowed."""
+    """Can the root frame be split before instruction ``index``?  Where the
+    instruction's stack effect is known; an exception handler covering it
+    (try/except/finally, with) is honoured by emit_break."""
     inst = frame.instructions[index]
-    if inst.opname not in _STACK_EFFECT and inst.opname not in _JUMPS:
-        return False
-    code = frame.code
-    entry = handler_for(code, inst.offset)
-    while entry is not None:
-        if not _is_with_cleanup(code, entry):
-            return False
-        cleanup = handler_for(code, entry.target)   # the handler's own cleanup block
-        if cleanup is None:
-            return False
-        entry = handler_for(code, cleanup.target)
-    return True
+    return inst.opname in _STACK_EFFECT or inst.opname in _JUMPS
 
 
 def _consumed(inst) -> int:
@@ -209,11 +193,16 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         raise BreakNotPossible(str(e)) from e
     it = iter(temps)
     stack_t = [NULL if v is NULL else next(it) for v in stack]
+    kinds = [NULL_SLOT if v is NULL else EXC_INFO_SLOT if isinstance(v, ExcInfoSlot) else VALUE_SLOT
+             for v in stack]
     rest = list(it)
     local_t, cell_t = rest[:len(local_names)], rest[len(local_names):]
-    if any(t is NULL for t in stack_t[len(stack_t) - _consumed(inst):]) and inst.opname not in (
-            "CALL", "CALL_FUNCTION_EX"):
+    consumed = _consumed(inst)
+    operand_kinds = kinds[len(kinds) - consumed:]
+    if NULL_SLOT in operand_kinds and inst.opname not in ("CALL", "CALL_FUNCTION_EX"):
         raise BreakNotPossible(f"a NULL among the operands of {inst.opname}")
+    if EXC_INFO_SLOT in operand_kinds:
+        raise BreakNotPossible(f"{inst.opname} consumes the saved exception state")
     emit_grad_mode(ctx, out)
     if inst.positions is not None and inst.positions.lineno:
         out.lineno = inst.positions.lineno  # tracebacks of the native part point at the user's line
@@ -221,16 +210,41 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     name = inst.opname
     insts, index_of = _insts(code)
     next_offset = insts[frame.break_at + 1].offset if frame.break_at + 1 < len(insts) else None
-    if name in _JUMPS:
-        consumed = 1
-    else:
-        effect = _STACK_EFFECT[name]
-        pops, pushes = effect(inst.arg) if callable(effect) else effect
-        consumed = pops
     # Only the operands go on the real stack: NULLs deeper down cannot be
     # popped again in 3.11, so the rest of the frame's stack stays in temps.
     bottom = stack_t[:len(stack_t) - consumed]
-    push_stack(out, stack_t[len(stack_t) - consumed:])
+    bottom_kinds = kinds[:len(kinds) - consumed]
+
+    # Inside an except body the native instruction runs with the handled
+    # exception current (sys.exc_info(), bare raise, __context__), entered
+    # here as the resume function's prologue does and left before the hand-off.
+    handling = [i for i, k in enumerate(bottom_kinds) if k == EXC_INFO_SLOT]
+    prev_exc = None
+    if handling:
+        prev_exc = out.new_temp()
+        out.instr("LOAD_FAST", bottom[handling[-1]].name)
+        out.instr("PUSH_EXC_INFO")
+        out.instr("POP_TOP")
+        out.instr("STORE_FAST", prev_exc.name)
+
+    def leave_handled() -> None:
+        if prev_exc is not None:
+            out.instr("LOAD_FAST", prev_exc.name)
+            out.instr("POP_EXCEPT")
+
+    def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None) -> None:
+        if to_orig is not None:
+            target_offset = to_orig[target_offset]
+        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
+                                     cell_names, backend)
+        operands = [resume]
+        for t, k in zip(slots, slot_kinds):
+            if k == NULL_SLOT:
+                continue
+            operands.append(_lasti_in(resume, lasti_of) if t is _LASTI else t)
+        operands += local_t + cell_t
+        out.call_helper(TailCall, *operands, pop=False)
+        out.instr("RETURN_VALUE")
 
     def hand_off(target_offset: int, n_real: int) -> None:
         """The real stack holds ``n_real`` new items: save them, then tail-call."""
@@ -240,23 +254,47 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             out.instr("STORE_FAST", t.name)
             saved.append(t)
         saved.reverse()
-        full = bottom + saved
-        mask = tuple(t is NULL for t in full)
-        if to_orig is not None:
-            target_offset = to_orig[target_offset]
-        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, mask, local_names,
-                                     cell_names, backend)
-        operands = [resume] + [t for t in full if t is not NULL] + local_t + cell_t
-        out.call_helper(TailCall, *operands, pop=False)
-        out.instr("RETURN_VALUE")
+        leave_handled()
+        tail_call(target_offset, bottom + saved, bottom_kinds + [VALUE_SLOT] * n_real)
 
+    # A handler covering the break (try/except/finally, with) must see what
+    # the native instruction raises: the instruction runs under a handler of
+    # the transformed function that hands the exception to a resume function
+    # starting at the user's handler, with the stack cut to its depth.
+    entry = handler_for(code, inst.offset)
+    try_begin = None
+    if entry is not None:
+        if entry.depth > len(bottom):
+            raise BreakNotPossible("the exception handler's stack depth is above the break's")
+        try_begin = TryBegin(Label(), push_lasti=False)
+        out.append(try_begin)
+
+    def end_try() -> None:
+        if try_begin is not None:
+            out.append(TryEnd(try_begin))
+
+    def emit_handler() -> None:
+        if try_begin is None:
+            return
+        out.append(try_begin.target)
+        exc = out.new_temp()
+        out.instr("STORE_FAST", exc.name)
+        leave_handled()
+        slots = bottom[:entry.depth] + ([_LASTI] if entry.lasti else []) + [exc]
+        slot_kinds = bottom_kinds[:entry.depth] + [VALUE_SLOT] * (1 + bool(entry.lasti))
+        orig_offset = to_orig[inst.offset] if to_orig is not None else inst.offset
+        tail_call(entry.target, slots, slot_kinds, lasti_of=orig_offset)
+
+    push_stack(out, stack_t[len(stack_t) - consumed:])
     if name in _JUMPS:
         fall_pops, jump_pops, fall_pushes = _JUMPS[name]
         target = Label()
         out.instr(name.replace("BACKWARD", "FORWARD"), target)
+        end_try()
         hand_off(next_offset, consumed - fall_pops + fall_pushes)
         out.append(target)
         hand_off(inst.argval, consumed - jump_pops)
+        emit_handler()
         return
     if name == "CALL":
         if frame.kw_names:
@@ -265,10 +303,30 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     if name == "LOAD_GLOBAL" and inst.arg & 1:
         # push the NULL as a marker in the saved stack rather than for real
         out.instr("LOAD_GLOBAL", (False, inst.argval))
+        end_try()
         bottom.append(NULL)
+        bottom_kinds.append(NULL_SLOT)
         hand_off(next_offset, 1)
+        emit_handler()
         return
     out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
-    if name == "RAISE_VARARGS":
-        return
-    hand_off(next_offset, pushes)
+    end_try()
+    if name != "RAISE_VARARGS":
+        effect = _STACK_EFFECT[name]
+        hand_off(next_offset, (effect(inst.arg) if callable(effect) else effect)[1])
+    emit_handler()
+
+
+#: placeholder in a hand-off's slots for the ``lasti`` a handler entry
+#: pushes: the offset (in code units) of the breaking instruction in the
+#: resume function, which RERAISE restores for the traceback
+_LASTI = object()
+
+
+def _lasti_in(resume, orig_offset: int) -> int:
+    from .resume import ORIGIN
+    rcode = resume._fn.__code__
+    for new, old in ORIGIN[rcode][1].items():
+        if old == orig_offset:
+            return new // 2
+    raise BreakNotPossible("the breaking instruction is not in the resume function")

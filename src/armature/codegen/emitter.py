@@ -129,5 +129,9 @@ def _has_identity(value: Value) -> bool:
         return False
     from ..values.containers import DictValue, ListValue
     from ..values.functions import CellValue, NestedFunctionValue
+    from ..values.containers import IteratorValue
+    from ..values.exceptions import ExceptionValue
     from ..values.objects import ObjectValue
-    return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue))
+    from ..values.stdlib import LazyIterator
+    return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
+                              IteratorValue, LazyIterator))

@@ -1,8 +1,10 @@
 """Resume functions: the rest of a frame after a graph break.
 
 A resume function is a new code object: the original bytecode, with a
-prologue that pushes the saved stack (NULLs where the frame had them) and
-jumps to the break's continuation.  Its arguments are the saved stack, the
+prologue that pushes the saved stack (NULLs where the frame had them; inside
+an ``except`` body, the handled exception is made current again with
+PUSH_EXC_INFO) and jumps to the break's continuation, which may also be an
+exception handler (the natively run instruction raised).  Its arguments are the saved stack, the
 live locals and the frame's cells; reads and writes of closure variables are
 rewritten to go through those cell objects, so closures made before the
 break keep sharing them.  Resume functions are cached by (code, offset,
@@ -18,11 +20,14 @@ from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 from ..trace.frame import instructions_of
 
 STACK_ARG = "___stack{}"
+#: kinds of saved stack slots: an ordinary value, a NULL, and the previous
+#: exception PUSH_EXC_INFO saved (passed as the exception being handled)
+VALUE_SLOT, NULL_SLOT, EXC_INFO_SLOT = "v", "n", "e"
 CELL_ARG = "___cell_{}"
 
 
 @functools.lru_cache(maxsize=1024)
-def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple[bool, ...],
+def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str, ...],
                       local_names: tuple[str, ...], cell_names: tuple[str, ...]) -> types.CodeType:
     bc = Bytecode.from_code(code)
     insts, index_of = instructions_of(code)
@@ -45,13 +50,19 @@ def build_resume_code(code: types.CodeType, target_offset: int, null_mask: tuple
     lineno = code.co_firstlineno
     prologue = [Instr("RESUME", 0, lineno=lineno)]
     argnames = []
-    for i, is_null in enumerate(null_mask):
-        if is_null:
+    for i, kind in enumerate(slots):
+        if kind == NULL_SLOT:
             prologue.append(Instr("PUSH_NULL", lineno=lineno))
-        else:
-            name = STACK_ARG.format(i)
-            argnames.append(name)
-            prologue.append(Instr("LOAD_FAST", name, lineno=lineno))
+            continue
+        name = STACK_ARG.format(i)
+        argnames.append(name)
+        prologue.append(Instr("LOAD_FAST", name, lineno=lineno))
+        if kind == EXC_INFO_SLOT:
+            # re-enter the except body: the argument is the exception it
+            # handles; PUSH_EXC_INFO pushes the thread's real previous one
+            # and makes the argument current (sys.exc_info(), bare raise)
+            prologue.append(Instr("PUSH_EXC_INFO", lineno=lineno))
+            prologue.append(Instr("POP_TOP", lineno=lineno))
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
     argnames += list(local_names) + [CELL_ARG.format(c) for c in cell_names]
 

@@ -141,3 +141,18 @@ def module_delattr(mod, name):
 def call_method(obj, name, kwnames, *values):
     n = len(values) - len(kwnames)
     getattr(obj, name)(*values[:n], **dict(zip(kwnames, values[n:])))
+
+
+def link_exception(exc, cause, has_cause, context, runtime_context):
+    """An exception the traced code raised, rebuilt after a graph break with
+    the links raising it made: ``raise ... from`` set ``__cause__``; raising
+    while another exception was handled set ``__context__`` (the caller's,
+    read now, when the trace could not know it)."""
+    import sys
+    if has_cause:
+        exc.__cause__ = cause
+    if runtime_context:
+        context = sys.exc_info()[1]
+    if context is not None and context is not exc:
+        exc.__context__ = context
+    return exc

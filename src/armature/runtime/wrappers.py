@@ -28,13 +28,13 @@ _RESUME: dict[tuple, Any] = {}
 _WRAPPERS: dict[tuple, Any] = {}
 
 
-def resume_function_for(fn, code, offset, null_mask, local_names, cell_names, backend):
+def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend):
     from ..api import CompiledFunction
     from ..codegen.resume import build_resume_code
-    key = (code, offset, null_mask, local_names, cell_names, backend, id(fn.__globals__))
+    key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__))
     cf = _RESUME.get(key)
     if cf is None:
-        rcode = build_resume_code(code, offset, null_mask, local_names, cell_names)
+        rcode = build_resume_code(code, offset, slots, local_names, cell_names)
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name)
         cf = CompiledFunction(rfn, backend, fullgraph=False)
         _RESUME[key] = cf

@@ -195,11 +195,13 @@ class Frame:
         inst = self.current
         if inst is None:
             return False
+        if e.value is None:  # raised by an operation: first seen where it happened
+            from .ops.with_ import handled_exception
+            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
+            e.value.raised(handled_exception(self))
         entry = handler_for(self.code, inst.offset)
         if entry is None:
             return False
-        if e.value is None:
-            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
         del self.stack[entry.depth:]
         if entry.lasti:
             self.push(ConstantValue(inst.offset))

@@ -731,8 +731,22 @@ class LazyIterator(IteratorValue):
             raise user_error(StopIteration)
         return v
 
+    def rebuild(self) -> tuple | None:
+        """(callable, argument Values) that make this iterator again in its
+        current state (residual code after a graph break continues it), or
+        None where that is not possible."""
+        return None
+
     def reconstruct(self, out):
-        raise Unsupported(f"an {self.py_type.__name__} iterator escaping the compiled frame")
+        spec = self.rebuild()
+        if spec is None:
+            raise Unsupported(f"an {self.py_type.__name__} iterator escaping the compiled frame")
+        fn, args = spec
+        out.instr("PUSH_NULL")
+        out.load_const(fn)
+        for a in args:
+            out.reconstruct(a)
+        out.call(len(args))
 
     def __repr__(self):
         return f"<{self.py_type.__name__} iterator>"
@@ -748,6 +762,9 @@ class CountIterator(LazyIterator):
     def __init__(self, start: Value, step: Value):
         super().__init__()
         self.cur, self.step = start, step
+
+    def rebuild(self):
+        return itertools.count, [self.cur, self.step]
 
     def is_infinite(self):
         return True
@@ -904,6 +921,9 @@ class StarmapIterator(LazyIterator):
         super().__init__()
         self.func, self.it = func, it
 
+    def rebuild(self):
+        return itertools.starmap, [self.func, self.it]
+
     def is_infinite(self):
         return _infinite(self.it)
 
@@ -962,6 +982,9 @@ class FilterfalseIterator(LazyIterator):
         super().__init__()
         self.pred, self.it = pred, it
 
+    def rebuild(self):
+        return itertools.filterfalse, [self.pred, self.it]
+
     def next(self, tx):
         while True:
             v = _next(tx, self.it)
@@ -978,6 +1001,9 @@ class CompressIterator(LazyIterator):
     def __init__(self, data: Value, selectors: Value):
         super().__init__()
         self.data, self.selectors = data, selectors
+
+    def rebuild(self):
+        return itertools.compress, [self.data, self.selectors]
 
     def next(self, tx):
         while True:
@@ -1392,6 +1418,9 @@ class ZipIterator(LazyIterator):
             out.append(v)
         return TupleValue(out)
 
+    def rebuild(self):
+        return (_strict_zip if self.strict else zip), list(self.its)
+
     def _check_strict(self, tx, i):
         plural = " " if i == 1 else "s 1-"
         if i:
@@ -1421,6 +1450,9 @@ class EnumerateIterator(LazyIterator):
         self.count = binary_op(tx, operator.add, n, ConstantValue(1))
         return TupleValue([n, v])
 
+    def rebuild(self):
+        return enumerate, [self.it, self.count]
+
 
 class MapIterator(LazyIterator):
     py_type = map
@@ -1441,6 +1473,9 @@ class MapIterator(LazyIterator):
             args.append(v)
         return self.func.call(tx, args, {})
 
+    def rebuild(self):
+        return map, [self.func] + list(self.its)
+
 
 class FilterIterator(LazyIterator):
     py_type = filter
@@ -1457,6 +1492,13 @@ class FilterIterator(LazyIterator):
             ok = _r(tx, v).truth(tx) if _is_none(self.func) else self.func.call(tx, [v], {}).truth(tx)
             if ok:
                 return v
+
+    def rebuild(self):
+        return filter, [self.func, self.it]
+
+
+def _strict_zip(*its):
+    return zip(*its, strict=True)
 
 
 def lazy_zip(tx, *iterables, strict=None, **kwargs):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, UserException
 from ...values.constant import ConstantValue
-from ...values.exceptions import ExceptionValue
+from ...values.exceptions import ExcInfoSlot, ExceptionValue
 from ..pyversion import opcode
 
 
@@ -26,7 +26,7 @@ def before_with(f, inst):
 @opcode("PUSH_EXC_INFO")
 def push_exc_info(f, inst):
     exc = f.pop()
-    f.push(f.exc_stack[-1] if f.exc_stack else ConstantValue(None))
+    f.push(ExcInfoSlot(f.exc_stack[-1] if f.exc_stack else ConstantValue(None), exc))
     f.push(exc)
     f.exc_stack.append(exc)
 
@@ -60,15 +60,32 @@ def _raise(v: ExceptionValue):
     raise UserException(v.cls, *[a.as_python_constant() if a.is_python_constant() else a for a in v.args], value=v)
 
 
+def handled_exception(f):
+    """The exception being handled where ``f`` runs (sys.exc_info()[1]): the
+    innermost except block of this frame or of its callers in the trace;
+    None when the traced frames handle nothing (the caller's, unknown)."""
+    while f is not None:
+        if f.exc_stack:
+            return f.exc_stack[-1]
+        f = f.parent
+    return None
+
+
 @opcode("RAISE_VARARGS")
 def raise_varargs(f, inst):
     if inst.arg == 0:
-        if not f.exc_stack:
-            raise Unsupported("RuntimeError: No active exception to reraise")
-        _raise(f.exc_stack[-1])
-    if inst.arg == 2:
-        f.pop()  # the cause: not modelled beyond being accepted
-    _raise(_as_exception(f, f.pop()))
+        current = handled_exception(f)
+        if not isinstance(current, ExceptionValue):
+            raise Unsupported("a bare raise of an exception the trace did not make")
+        _raise(current)
+    cause = f.pop() if inst.arg == 2 else None
+    exc = _as_exception(f, f.pop())
+    if cause is not None:
+        if not cause.is_python_constant() or cause.as_python_constant() is not None:
+            cause = _as_exception(f, cause)
+        exc.cause, exc.has_cause = cause, True
+    exc.raised(handled_exception(f))
+    _raise(exc)
 
 
 @opcode("RERAISE")
