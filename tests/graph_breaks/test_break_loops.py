@@ -114,21 +114,13 @@ def test_more_iterations_than_the_recursion_limit():
     assert_same(while_counter_break, t(2), n, fullgraph=False)
 
 
-LOOP_COUNTER_RECOMPILES = pytest.mark.xfail(
-    strict=True,
-    reason="armature: a Python int that changes every iteration (loop counter) is specialized in the "
-           "resume function: one recompile per iteration until the recompile limit, then plain Python")
-
 GROWTH_CASES = [
     pytest.param(for_range_break, lambda n: (t(3), n), id="for_range_break"),
     pytest.param(for_list_break, lambda n: ([t(3) for _ in range(n)],), id="for_list_break"),
     pytest.param(for_two_breaks_per_iteration, lambda n: (t(3), n), id="for_two_breaks_per_iteration"),
-    pytest.param(while_counter_break, lambda n: (t(3), n), id="while_counter_break",
-                 marks=LOOP_COUNTER_RECOMPILES),
-    pytest.param(while_true_with_break, lambda n: (t(3), n), id="while_true_with_break",
-                 marks=LOOP_COUNTER_RECOMPILES),
-    pytest.param(for_range_print, lambda n: (t(3), n), id="for_range_print_once",
-                 marks=LOOP_COUNTER_RECOMPILES),
+    pytest.param(while_counter_break, lambda n: (t(3), n), id="while_counter_break"),
+    pytest.param(while_true_with_break, lambda n: (t(3), n), id="while_true_with_break"),
+    pytest.param(for_range_print, lambda n: (t(3), n), id="for_range_print_once"),
 ]
 
 
@@ -142,8 +134,7 @@ def test_graph_count_does_not_grow_with_iterations(fn, make_args):
 
 
 @pytest.mark.parametrize("fn,make_args", GROWTH_CASES + [
-    pytest.param(for_accumulate_python, lambda n: (t(3), n), id="for_accumulate_python",
-                 marks=LOOP_COUNTER_RECOMPILES),
+    pytest.param(for_accumulate_python, lambda n: (t(3), n), id="for_accumulate_python"),
 ])
 def test_loop_never_hits_the_recompile_limit(fn, make_args):
     import warnings

@@ -195,6 +195,12 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
 
 
 def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
+    from .symbolic import SymbolicNumberValue, symbolic_compare
+    ra, rb = realize(tx.ctx, a), realize(tx.ctx, b)
+    if isinstance(ra, SymbolicNumberValue) or isinstance(rb, SymbolicNumberValue):
+        res = symbolic_compare(tx.ctx, op, ra, rb)
+        if res is not None:
+            return res
     a, b = concrete(tx, a), concrete(tx, b)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):

@@ -61,6 +61,62 @@ class BinOpSource(Source):
         return f"({self.left} {_BINOPS[self.op][0]} {self.right})"
 
 
+_COMPARES = {
+    operator.lt: ("<", "<"), operator.le: ("<=", "<="), operator.gt: (">", ">"),
+    operator.ge: (">=", ">="), operator.eq: ("==", "=="), operator.ne: ("!=", "!="),
+}
+
+
+@dataclass(frozen=True)
+class CompareSource(Source):
+    """``left <cmp> right``: the outcome of comparing symbolic numbers, so a
+    branch guards on which way it went (``(i + 1) < n``), not on the numbers
+    (a loop counter would otherwise recompile every iteration)."""
+
+    op: Any
+    left: Any
+    right: Any
+
+    def _operand(self, x, pool):
+        return f"({pool.render(x)})" if isinstance(x, Source) else repr(x)
+
+    def expr(self, pool):
+        return f"({self._operand(self.left, pool)} {_COMPARES[self.op][0]} {self._operand(self.right, pool)})"
+
+    def emit(self, out):
+        from bytecode import Compare
+        for x in (self.left, self.right):
+            if isinstance(x, Source):
+                x.emit(out)
+            else:
+                out.load_const(x)
+        out.instr("COMPARE_OP", getattr(Compare, {"<": "LT", "<=": "LE", ">": "GT", ">=": "GE", "==": "EQ",
+                                                  "!=": "NE"}[_COMPARES[self.op][0]]))
+
+    def __str__(self):
+        return f"({self.left} {_COMPARES[self.op][0]} {self.right})"
+
+
+def _number_operand(v: Value):
+    """(expression, example) of a symbolic number or a literal int/float."""
+    if isinstance(v, SymbolicNumberValue):
+        return v.source, v.example
+    if isinstance(v, ConstantValue) and type(v.value) in (int, float):
+        return v.value, v.value
+    return None
+
+
+def symbolic_compare(ctx, op, a: Value, b: Value) -> "SymbolicNumberValue | None":
+    """``a <op> b`` where one side is symbolic: a symbolic bool whose truth,
+    when a branch needs it, is guarded as an outcome."""
+    if op not in _COMPARES:
+        return None
+    left, right = _number_operand(a), _number_operand(b)
+    if left is None or right is None:
+        return None
+    return SymbolicNumberValue(op(left[1], right[1]), CompareSource(op, left[0], right[0]), ctx)
+
+
 @dataclass(frozen=True)
 class ScalarTensorSource(Source):
     """A 0-d tensor made at run time from a symbolic number, so the number
