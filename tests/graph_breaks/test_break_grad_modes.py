@@ -221,9 +221,6 @@ def raise_after_break_in_no_grad(w):
     return a
 
 
-@pytest.mark.xfail(strict=True, reason="armature: raise after a break inside a with-block: building the "
-                                       "resume function inside the with's exception handler fails with "
-                                       "RuntimeError('Failed to compute stacksize, got negative size')")
 def test_exception_after_break_restores_grad_mode():
     cf = armature.compile(raise_after_break_in_no_grad, backend="eager")
     for _ in range(2):

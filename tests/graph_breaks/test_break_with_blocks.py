@@ -102,16 +102,10 @@ def suppress_after_break(x, d):
     return x - 1
 
 
-WITH_EXC_AFTER_BREAK = (
-    pytest.mark.crashes,
-    pytest.mark.xfail(strict=True, reason="armature: an exception leaving a with-block after a break in it: "
-                                          "segfault (swallowed) or RuntimeError('Failed to compute "
-                                          "stacksize') instead of the user's exception"),
-)
 
 
 @pytest.mark.parametrize("fn,args", [
-    pytest.param(with_raise_after_break, (X0, []), id="with_raise_after_break", marks=WITH_EXC_AFTER_BREAK),
+    pytest.param(with_raise_after_break, (X0, []), id="with_raise_after_break"),
     pytest.param(with_swallowed_after_break, (X0, [], {}), id="with_swallowed_after_break"),
     pytest.param(suppress_after_break, (X0, {}), id="contextlib_suppress_after_break"),
 ])

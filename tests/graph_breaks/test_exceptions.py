@@ -119,15 +119,9 @@ def raise_in_loop(x, lst, brk):
 @pytest.mark.parametrize("fn", [append_then_raise, raise_custom, raise_in_callee, raise_from, reraise,
                                 raise_in_loop], ids=lambda f: f.__name__)
 def test_raise_after_effects(fn, brk):
-    # a break under a try handler cannot split the frame (it runs as plain
-    # Python, as with torch.compile); raise_from / reraise have one
-    fallback_ok = fn in (raise_from, reraise)
-    check_calls(fn, lambda: (X0.clone(), []), lambda s: snap(s[1]), kwargs={"brk": brk}, min_graphs=0,
-                allow_fallback=fallback_ok)
+    check_calls(fn, lambda: (X0.clone(), []), lambda s: snap(s[1]), kwargs={"brk": brk}, min_graphs=0)
 
 
-@pytest.mark.xfail(strict=True, reason="armature: an exception that leaves an except handler (raise ... from "
-                                       "e, bare raise) makes the whole frame run as plain Python")
 @pytest.mark.parametrize("fn", [raise_from, reraise], ids=lambda f: f.__name__)
 def test_raise_from_handler_compiles(fn):
     check_calls(fn, lambda: (X0.clone(), []), lambda s: snap(s[1]), kwargs={"brk": False}, min_graphs=0)

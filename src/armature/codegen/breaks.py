@@ -41,7 +41,7 @@ _STACK_EFFECT = {
     "BEFORE_WITH": (1, 2), "LIST_EXTEND": (1, 0), "LIST_APPEND": (1, 0), "SET_UPDATE": (1, 0),
     "SET_ADD": (1, 0), "DICT_UPDATE": (1, 0), "DICT_MERGE": (1, 0), "MAP_ADD": (2, 0),
     "IMPORT_NAME": (2, 1), "IMPORT_FROM": (0, 1), "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0),
-    "BUILD_STRING": lambda a: (a, 1), "RAISE_VARARGS": lambda a: (a, 0),
+    "BUILD_STRING": lambda a: (a, 1), "RAISE_VARARGS": lambda a: (a, 0), "RERAISE": (1, 0),
     "LOAD_GLOBAL": lambda a: (0, 1 + (a & 1)),
 }
 # conditional jumps: (pops when falling through, pops when jumping, pushes when falling through)
@@ -195,6 +195,11 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     stack_t = [NULL if v is NULL else next(it) for v in stack]
     kinds = [NULL_SLOT if v is NULL else EXC_INFO_SLOT if isinstance(v, ExcInfoSlot) else VALUE_SLOT
              for v in stack]
+    # A slot whose handler already ran POP_EXCEPT (a cleanup block on its way
+    # to RERAISE) is no longer being handled: an ordinary value from now on.
+    exc_slots = [i for i, k in enumerate(kinds) if k == EXC_INFO_SLOT]
+    for i in exc_slots[len(frame.exc_stack):]:
+        kinds[i] = VALUE_SLOT
     rest = list(it)
     local_t, cell_t = rest[:len(local_names)], rest[len(local_names):]
     consumed = _consumed(inst)
@@ -309,9 +314,14 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         hand_off(next_offset, 1)
         emit_handler()
         return
-    out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
+    if name == "RERAISE":
+        # a handler's re-raise of an exception the trace did not make (its
+        # oparg only locates a lasti of the original frame: not used here)
+        out.instr("RERAISE", 0)
+    else:
+        out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
     end_try()
-    if name != "RAISE_VARARGS":
+    if name not in ("RAISE_VARARGS", "RERAISE"):
         effect = _STACK_EFFECT[name]
         hand_off(next_offset, (effect(inst.arg) if callable(effect) else effect)[1])
     emit_handler()

@@ -29,7 +29,7 @@ CELL_ARG = "___cell_{}"
 @functools.lru_cache(maxsize=1024)
 def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str, ...],
                       local_names: tuple[str, ...], cell_names: tuple[str, ...]) -> types.CodeType:
-    bc = Bytecode.from_code(code)
+    bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     insts, index_of = instructions_of(code)
     real = [i for i, item in enumerate(bc) if isinstance(item, Instr)]
     target_pos = real[index_of[target_offset]]
@@ -78,7 +78,13 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     out.flags = CompilerFlags.OPTIMIZED | CompilerFlags.NEWLOCALS
     out.cellvars = []
     out.freevars = []
-    new_code = out.to_code()
+    # Stack depths come from the original code (handler depths kept by
+    # from_code), not from `bytecode`'s flow analysis: the prologue jumps
+    # into the middle of try-blocks, so handlers (reached only by
+    # exceptions) would be analysed without their entry depth.  The prologue rebuilds the original's stack at the target, so
+    # the original's size bounds it (+1 for PUSH_EXC_INFO, +1 for a cell
+    # rewritten into LOAD_FAST + LOAD/STORE_ATTR).
+    new_code = out.to_code(stacksize=code.co_stacksize + 2, compute_exception_stack_depths=False)
     # Map the new code's offsets back to the original's, so that a break in
     # a resume function resumes the *original* code (no resume-of-resume).
     new_insts = [i for i in _dis_insts(new_code)]
@@ -88,33 +94,8 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
         if n:
             offsets[new_insts[pos].offset] = orig.offset
         pos += n
-    new_code = _fix_handler_depths(new_code, code, offsets)
     ORIGIN[new_code] = (code, offsets)
     return new_code
-
-
-_UNSET_DEPTH = 32768
-
-
-def _fix_handler_depths(new_code, code, offsets):
-    """The prologue jumps past the original entry, so `bytecode` never walks
-    the try-blocks that start before the continuation and leaves their
-    handler depths unset.  A handler's depth is a property of the original
-    code: copy it from there, matching entries by handler target."""
-    from bytecode import ConcreteBytecode
-    cb = ConcreteBytecode.from_code(new_code)
-    if not any(e.stack_depth == _UNSET_DEPTH for e in cb.exception_table):
-        return new_code
-    from ..trace.pyversion import exception_table
-    depth_of = {e.target: (e.depth, e.lasti) for e in exception_table(code)}
-    for e in cb.exception_table:
-        orig_target = offsets.get(e.target * 2)
-        if orig_target is None or orig_target not in depth_of:
-            raise ValueError("cannot map an exception handler of the resume function")
-        e.stack_depth, e.push_lasti = depth_of[orig_target]
-    # handlers the analysis skipped need the original frame's depth at most
-    stacksize = max(new_code.co_stacksize, code.co_stacksize + 2)
-    return cb.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
 
 
 #: resume code -> (original code, {resume offset: original offset})

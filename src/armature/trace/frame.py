@@ -144,6 +144,8 @@ class Frame:
             try:
                 return self._run()
             except UserException as e:
+                if self.parent is None:
+                    self._note_origin(e)
                 if not self._handle_exception(e):
                     self._annotate(e)
                     raise
@@ -151,11 +153,30 @@ class Frame:
                 self._annotate(e)
                 raise
 
+    def _note_origin(self, e: UserException) -> None:
+        """Where the root frame first met this exception: the raise (or the
+        call it came out of).  If the exception escapes the frame after
+        handlers ran in the trace (a ``with`` block's __exit__, an except
+        body that re-raises), the graph break goes there, so that the real
+        exception is raised natively and those handlers run for real."""
+        from ..values.constant import ConstantValue
+        from ..values.exceptions import ExceptionValue
+        if e.value is None:
+            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
+            from .ops.with_ import handled_exception
+            e.value.raised(handled_exception(self))
+        if getattr(e.value, "root_origin", None) is None:
+            e.value.root_origin = (self.ip - 1, len(e.user_stack) > 0)
+
     def _annotate(self, e: Unsupported) -> None:
         e.add_location(self.location())
         if self.parent is None and getattr(e, "root_index", None) is None:
-            e.root_index = self.ip - 1
-            e.from_callee = len(e.user_stack) > 1
+            origin = getattr(getattr(e, "value", None), "root_origin", None)
+            if origin is not None:
+                e.root_index, e.from_callee = origin
+            else:
+                e.root_index = self.ip - 1
+                e.from_callee = len(e.user_stack) > 1
 
     def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS
@@ -199,6 +220,7 @@ class Frame:
             from .ops.with_ import handled_exception
             e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
             e.value.raised(handled_exception(self))
+            e.value.root_origin = None
         entry = handler_for(self.code, inst.offset)
         if entry is None:
             return False
