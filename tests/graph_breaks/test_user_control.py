@@ -14,7 +14,7 @@ import torch
 import armature
 from helpers import assert_same, t
 
-from .util import MODULE_FORWARD_NOT_COMPILED, check_calls, explain_fresh
+from .util import check_calls, explain_fresh
 
 
 def _line_of(fn, needle):
@@ -158,7 +158,6 @@ def test_disable_rejects_non_callables():
         armature.disable(3)
 
 
-@MODULE_FORWARD_NOT_COMPILED
 def test_disabled_method_on_module():
     class M(torch.nn.Module):
         def __init__(self):

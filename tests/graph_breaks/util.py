@@ -135,19 +135,6 @@ def dynamo_graph_count(fn, *args, **kwargs) -> int:
 
 
 
-import pytest  # noqa: E402
-
-#: A compiled nn.Module whose forward breaks captures no graph: the module
-#: is called through CALL_FUNCTION_EX in api._module_call, and a break at a
-#: CALL_FUNCTION_EX runs the callee natively instead of through its
-#: compiled wrapper.
-MODULE_FORWARD_NOT_COMPILED = pytest.mark.xfail(
-    strict=True,
-    reason="armature: a compiled nn.Module whose forward breaks captures no graph at all "
-           "(api._module_call calls the module through CALL_FUNCTION_EX; a break there runs "
-           "forward natively, not through its compiled wrapper)")
-
-
 def snap(obj, _depth=0):
     """A comparable deep snapshot: tensors cloned, containers rebuilt, user
     objects (and modules' plain attributes) as (class name, attributes)."""
@@ -186,7 +173,3 @@ def snap(obj, _depth=0):
                     slots[s] = snap(getattr(obj, s), _depth + 1)
         return (type(obj).__qualname__, slots)
     return obj
-
-#: A module called from compiled code whose forward breaks runs its whole
-#: forward natively (the callee on the stack is not replaced by a compiled
-#: wrapper of forward, as a plain user function is).

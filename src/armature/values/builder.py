@@ -14,7 +14,7 @@ import torch
 
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind, TensorMeta
-from ..guards.sources import ItemSource, Source
+from ..guards.sources import ItemSource, LocalSource, Source
 from .base import Value
 from .constant import ConstantValue
 
@@ -91,7 +91,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
             node, fake = ctx.graph.add_input(obj, source)
         return TensorValue(node, fake, cls=t, source=source)
-    if t in (int, float) and source is not None and source in ctx.dynamic_sources:
+    if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(t, source)):
         from .symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return SymbolicNumberValue(obj, source, ctx)
@@ -209,3 +209,13 @@ def wrap_constant_result(result: Any) -> Value:
 
 def _unsupported(result):
     raise Unsupported(f"a folded call returned {type(result).__name__}")
+
+
+def _crossed_a_break(t: type, source) -> bool:
+    """A float on the stack of a resume function was computed by the
+    residual Python of a graph break (``.item()``, ``float(t)``, a disabled
+    helper): data, which changes from call to call.  It is symbolic from the
+    first compile (a 0-d graph input where it meets a tensor) instead of a
+    constant that would recompile on every new value."""
+    from ..codegen.resume import STACK_ARG
+    return t is float and isinstance(source, LocalSource) and source.name.startswith(STACK_ARG.format(""))
