@@ -193,6 +193,9 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             continue
         if g.kind is Kind.CONSTANT_MATCH and type(g.expected) in (int, float):
             cache.dynamic_sources.add(g.source)
+        if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
+            from .values.symbolic import LengthSource
+            cache.dynamic_sources.add(LengthSource(g.source))
         # a parameter/buffer object replaced between calls (``self.buf = ...``):
         # from now on it is a graph input instead of a graph attribute
         from .guards.sources import ModuleMemberSource

@@ -820,9 +820,7 @@ def append_to_growing_input(x, lst):
     return x + 1
 
 
-@pytest.mark.parametrize("which", ["global", pytest.param("input", marks=pytest.mark.xfail(
-    strict=True, reason="armature: len() of a list that grows every call guards its length: one recompile "
-                        "per call until the recompile limit (a symbolic length is future work)"))])
+@pytest.mark.parametrize("which", ["global", "input"])
 def test_growing_list_does_not_recompile_every_call(which):
     import warnings
     from helpers import CountingBackend

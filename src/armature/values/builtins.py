@@ -97,6 +97,13 @@ def _all_const(*vals) -> bool:
 
 @rule(len)
 def _len(tx, obj):
+    from .base import realize
+    from .containers import LazyListValue
+    obj = realize(tx.ctx, obj)
+    if isinstance(obj, LazyListValue):
+        n = obj.symbolic_length()
+        if n is not None:
+            return n
     return ConstantValue(obj.length(tx))
 
 

@@ -611,6 +611,20 @@ class LazyListValue(ListValue):
             ctx.effects.log.remove(self.append_record)
             ctx.effects.container_mutated(self)
 
+    def symbolic_length(self):
+        """``len()`` of a list whose length guard failed before: a symbolic
+        number read at run time (appends stay unguarded); None otherwise."""
+        if self._items is not None:
+            return None
+        from .symbolic import BinOpSource, LengthSource, SymbolicNumberValue
+        src = LengthSource(self.source)
+        if src not in self.ctx.dynamic_sources:
+            return None
+        import operator
+        n = len(self.appended)
+        expr = BinOpSource(operator.add, src, n) if n else src
+        return SymbolicNumberValue(len(self.obj) + n, expr, self.ctx)
+
     def method(self, tx, name, args, kwargs):
         if self._items is None and name in ("append", "extend") and not kwargs:
             if name == "append":
