@@ -231,18 +231,7 @@ def replace_dict(x, o, brk):
     return hasattr(o, "stale"), hasattr(o, "a"), o.n
 
 
-OLD_DICT_ALIAS = pytest.mark.xfail(
-    strict=True,
-    reason="armature: after `o.__dict__ = new`, a write through the old dict object (old = o.__dict__; "
-           "old['k'] = v) lands in o's new dict: wrong hasattr() result and wrong final state")
-OLD_DICT_LIVE = pytest.mark.xfail(
-    strict=True,
-    reason="armature: an InstanceDictValue (old = o.__dict__) live across a break cannot be rebuilt: "
-           "the frame runs as plain Python")
-
-
-@pytest.mark.parametrize("brk", [pytest.param(False, marks=OLD_DICT_ALIAS), pytest.param(True, marks=OLD_DICT_LIVE)],
-                         ids=["nobreak", "break"])
+@pytest.mark.parametrize("brk", [False, True], ids=["nobreak", "break"])
 def test_instance_dict_replacement(brk):
     run(replace_dict, lambda: (X0.clone(), Plain(a=1, b=2)), brk)
 
@@ -470,12 +459,6 @@ def test_slots_object_created_in_frame(brk):
 # reading the instance dict as a whole
 # --------------------------------------------------------------------------
 
-WHOLE_DICT = pytest.mark.xfail(
-    strict=True,
-    reason="armature: `k in o.__dict__`, len()/iteration over o.__dict__ are not modelled and the "
-           "InstanceDictValue cannot be rebuilt for a break: the whole frame runs as plain Python")
-
-
 def dict_contains(x, o):
     o.t = 1
     return x + 1, "t" in o.__dict__, "zz" in o.__dict__
@@ -491,7 +474,6 @@ def dict_keys_sorted(x, o):
     return x + 1, sorted(o.__dict__)
 
 
-@WHOLE_DICT
 @pytest.mark.parametrize("fn", [dict_contains, dict_len, dict_keys_sorted], ids=lambda f: f.__name__)
 def test_instance_dict_as_a_whole(fn):
     check_calls(fn, lambda: (X0.clone(), Plain(a=1, b=2)), lambda s: snap(s))
@@ -500,3 +482,69 @@ def test_instance_dict_as_a_whole(fn):
 @pytest.mark.parametrize("fn", [dict_contains, dict_len, dict_keys_sorted], ids=lambda f: f.__name__)
 def test_instance_dict_as_a_whole_is_still_right(fn):
     check_calls(fn, lambda: (X0.clone(), Plain(a=1, b=2)), lambda s: snap(s), allow_fallback=True, min_graphs=0)
+
+
+# --------------------------------------------------------------------------
+# the instance dict after `obj.__dict__ = d`: one dict, two names
+# --------------------------------------------------------------------------
+
+
+def dict_shared_after_replace(x, o, brk):
+    d = {"w": x + 1}
+    o.__dict__ = d
+    d["k"] = 5              # visible as o.k
+    o.m = x * 3             # visible as d["m"]
+    if brk:
+        armature.graph_break()
+    same = o.__dict__ is d
+    return o.k, d["m"] + o.w, same, sorted(d), hasattr(o, "a")
+
+
+def dict_delete_after_replace(x, o, brk):
+    d = {"a": 1, "b": x}
+    o.__dict__ = d
+    del o.a
+    if brk:
+        armature.graph_break()
+    return "a" in d, len(d), list(o.__dict__), d["b"] * 2
+
+
+def dict_items_in_order(x, o, brk):
+    o.z = x
+    del o.a
+    o.y = 2
+    if brk:
+        armature.graph_break()
+    d = o.__dict__
+    return list(d.keys()), [k for k, v in d.items()], len(d), "y" in d, "a" in d
+
+
+def dict_of_new_object(x, brk):
+    o = Plain()
+    o.p = x + 1
+    o.q = 2
+    d = o.__dict__
+    if brk:
+        armature.graph_break()
+    d["r"] = 3
+    return sorted(vars(o)), sorted(d), o.r, o.p
+
+
+def dict_delete_then_readd(x, o, brk):
+    del o.a
+    o.a = 10
+    if brk:
+        armature.graph_break()
+    return list(o.__dict__), x + o.a
+
+
+@BRK
+@pytest.mark.parametrize("fn", [dict_shared_after_replace, dict_delete_after_replace, dict_items_in_order,
+                                dict_delete_then_readd], ids=lambda f: f.__name__)
+def test_instance_dict_semantics(fn, brk):
+    run(fn, lambda: (X0.clone(), Plain(a=1, b=2)), brk, min_graphs=0, allow_fallback=fn is dict_delete_then_readd)
+
+
+@BRK
+def test_instance_dict_of_object_made_in_frame(brk):
+    run(dict_of_new_object, lambda: (X0.clone(),), brk, min_graphs=0)

@@ -38,6 +38,9 @@ class TraceContext:
         from ..effects import SideEffects
         self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}
+        #: id(real instance dict) -> the ObjectValue it belongs to, so that
+        #: the same dict reached another way is that object's __dict__
+        self.instance_dict_owners: dict = {}
         #: sources whose Python numbers stay symbolic (automatic dynamic)
         self.dynamic_sources = frozenset()
         self.initial_grad_enabled = torch.is_grad_enabled()

@@ -40,10 +40,34 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
             ctx.guards.add(Guard(Kind.SAME_OBJECT, source, value.source))
         if not isinstance(value, ConstantValue):
             return value
+    owner = ctx.instance_dict_owners.get(id(obj)) if type(obj) is dict else None
+    if owner is not None:
+        # the instance dict of an object already in the trace: one Value for
+        # both, so writes through either are seen through the other
+        if source is not None and owner.source is not None:
+            from ..guards.sources import AttrSource
+            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, AttrSource(owner.source, "__dict__")))
+        value = owner.instance_dict()
+        ctx.value_cache[id(obj)] = (obj, value)
+        return value
     value = _wrap_new(ctx, obj, source)
     if not isinstance(value, ConstantValue):
         ctx.value_cache[id(obj)] = (obj, value)
+        _note_instance_dict(ctx, value)
     return value
+
+
+def _note_instance_dict(ctx, value: Value) -> None:
+    from .objects import ObjectValue
+    if not isinstance(value, ObjectValue) or value.is_new:
+        return
+    d = getattr(value.obj, "__dict__", None)
+    if type(d) is not dict:
+        return
+    cached = ctx.value_cache.get(id(d))
+    if cached is not None and cached[0] is d:
+        raise Unsupported(f"an object whose __dict__ is also reached as a separate dict ({value.source})")
+    ctx.instance_dict_owners[id(d)] = value
 
 
 def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None:

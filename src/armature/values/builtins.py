@@ -107,6 +107,23 @@ def _len(tx, obj):
     return ConstantValue(obj.length(tx))
 
 
+@rule(vars)
+def _vars(tx, *args):
+    if len(args) != 1:
+        raise Unsupported("vars() without an argument (the frame's locals)")
+    from .base import realize
+    from .objects import ObjectValue
+    obj = realize(tx.ctx, args[0])
+    if not isinstance(obj, ObjectValue):
+        raise Unsupported(f"vars() of {obj}")
+    try:
+        return obj.getattr(tx, "__dict__")
+    except UserException as e:
+        if e.exc_type is AttributeError:
+            raise user_error(TypeError, "vars() argument must have __dict__ attribute")
+        raise
+
+
 @rule(isinstance)
 def _isinstance(tx, obj, classinfo):
     cls = classinfo.as_python_constant()

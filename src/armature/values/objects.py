@@ -247,6 +247,12 @@ class ObjectValue(Value):
         self.is_new = is_new
         self.attrs: dict[str, Any] = {}
         self.dict_replaced = False
+        #: after ``obj.__dict__ = d``: the DictValue d, whose items *are*
+        #: ``attrs`` from then on (one dict, as in CPython)
+        self.dict_value = None
+        #: real instance-dict keys deleted in this trace (re-adding one moves
+        #: it to the end of the dict: its order is then not modelled)
+        self.deleted_real_keys: set = set()
 
     def python_type(self):
         return self.cls
@@ -312,7 +318,7 @@ class ObjectValue(Value):
         if name == "__dict__":
             if not (self.is_new or self._has_real_dict()) or "__slots__" in self.cls.__dict__ and "__dict__" not in self.cls.__slots__:
                 raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute '__dict__'")
-            return InstanceDictValue(self)
+            return self.dict_value if self.dict_replaced else self.instance_dict()
         raw, owner, pending = cls_value.lookup(tx, name)
         if raw is not _MISSING and not pending and _is_data_descriptor(raw):
             if type(raw).__name__ == "member_descriptor":
@@ -345,7 +351,8 @@ class ObjectValue(Value):
             from .containers import DictValue
             if not isinstance(value, DictValue):
                 raise Unsupported("assigning a non-dict to __dict__")
-            self.attrs = dict(value.items)
+            self.attrs = value.items   # shared: writes through either side show in both
+            self.dict_value = value
             self.dict_replaced = True
             if not self.is_new:
                 tx.ctx.effects.record(DictReplace(self, value))
@@ -370,7 +377,9 @@ class ObjectValue(Value):
         elif self.is_new and not hasattr(self.cls, "__dict__") or _slots_only(self.cls) and name not in _all_slots(self.cls):
             raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
         self.attrs[name] = value
-        if not self.is_new:
+        if not self.is_new and not self.dict_replaced:
+            # (after ``obj.__dict__ = d`` the write is in d, which the
+            # replayed replacement carries in its final state)
             tx.ctx.effects.record(AttrStore(self, name, value))
 
     def delattr(self, tx, name):
@@ -399,9 +408,39 @@ class ObjectValue(Value):
             self._slot_get(tx, name)
         elif self.dict_get(tx, name) is _MISSING:
             raise user_error(AttributeError, f"{name}")
-        self.attrs[name] = DELETED
-        if not self.is_new:
+        self.forget(name)
+        if not self.is_new and not self.dict_replaced:
             tx.ctx.effects.record(AttrDelete(self, name))
+
+    def instance_dict(self) -> "InstanceDictValue":
+        """The one Value of this object's own instance dict."""
+        d = self.__dict__.get("_instance_dict")
+        if d is None:
+            d = self._instance_dict = InstanceDictValue(self)
+        return d
+
+    def forget(self, name: str) -> None:
+        """Remove ``name`` from the instance dict (overlay)."""
+        if self.dict_replaced:
+            self.attrs.pop(name, None)
+            return
+        if not self.is_new and name not in self.attrs:
+            self.deleted_real_keys.add(name)
+        self.attrs[name] = DELETED
+
+    def dict_keys(self, tx) -> list:
+        """The instance dict's keys, in order (real keys guarded)."""
+        if self.dict_replaced or self.is_new:
+            return [k for k, v in self.attrs.items() if v is not DELETED]
+        real = list(self.obj.__dict__)
+        if self.source is None:
+            raise Unsupported("the instance dict of an object without a source")
+        tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(self.source, "__dict__"), real))
+        if any(k in self.deleted_real_keys and self.attrs.get(k, DELETED) is not DELETED for k in real):
+            raise Unsupported("the key order of an instance dict after deleting and re-adding a key")
+        keys = [k for k in real if self.attrs.get(k) is not DELETED]
+        keys += [k for k, v in self.attrs.items() if k not in self.obj.__dict__ and v is not DELETED]
+        return keys
 
     # --- dunder protocols ---------------------------------------------------------
     def dunder(self, tx, name: str):
@@ -630,7 +669,10 @@ def _all_slots(cls) -> set:
 
 
 class InstanceDictValue(Value):
-    """``obj.__dict__``: item writes bypass descriptors."""
+    """``obj.__dict__`` (the dict the object had when the frame began, or
+    was made with): item writes bypass descriptors.  Once the frame assigns
+    ``obj.__dict__ = d`` this Value is the *old* dict, no longer the
+    object's: using it then is not modelled (a graph break)."""
 
     def __init__(self, owner: ObjectValue):
         super().__init__()
@@ -639,36 +681,73 @@ class InstanceDictValue(Value):
     def python_type(self):
         return dict
 
+    def _live(self) -> ObjectValue:
+        if self.owner.dict_replaced:
+            raise Unsupported("an instance dict read before `obj.__dict__ = ...` replaced it")
+        return self.owner
+
     def getitem(self, tx, key):
-        v = self.owner.dict_get(tx, key.as_python_constant())
+        v = self._live().dict_get(tx, key.as_python_constant())
         if v is _MISSING:
             raise user_error(KeyError, f"{key.as_python_constant()!r}")
         return v
 
     def setitem(self, tx, key, value):
+        owner = self._live()
         name = key.as_python_constant()
-        self.owner.attrs[name] = value
-        if not self.owner.is_new:
-            tx.ctx.effects.record(AttrStore(self.owner, name, value, via_dict=True))
+        owner.attrs[name] = value
+        if not owner.is_new:
+            tx.ctx.effects.record(AttrStore(owner, name, value, via_dict=True))
 
     def delitem(self, tx, key):
+        owner = self._live()
         name = key.as_python_constant()
-        if self.owner.dict_get(tx, name) is _MISSING:
+        if owner.dict_get(tx, name) is _MISSING:
             raise user_error(KeyError, f"{name!r}")
-        self.owner.attrs[name] = DELETED
-        if not self.owner.is_new:
-            tx.ctx.effects.record(AttrDelete(self.owner, name, via_dict=True))
+        owner.forget(name)
+        if not owner.is_new:
+            tx.ctx.effects.record(AttrDelete(owner, name, via_dict=True))
+
+    def contains(self, tx, item) -> bool:
+        key = item.as_python_constant()
+        if type(key) is not str:
+            return False if isinstance(key, (int, float, type(None))) else key in self._keys(tx)
+        return self._live().dict_get(tx, key) is not _MISSING
+
+    def _keys(self, tx) -> list:
+        return self._live().dict_keys(tx)
+
+    def length(self, tx):
+        return len(self._keys(tx))
+
+    def unpack(self, tx):
+        return [ConstantValue(k) for k in self._keys(tx)]
+
+    def truth(self, tx):
+        return bool(self._keys(tx))
 
     def getattr(self, tx, name):
         from .containers import BoundContainerMethod
         return BoundContainerMethod(self, name)
 
     def method(self, tx, name, args, kwargs):
+        from .containers import ListValue, TupleValue
+        owner = self._live()
         if name == "get":
-            v = self.owner.dict_get(tx, args[0].as_python_constant())
+            v = owner.dict_get(tx, args[0].as_python_constant())
             return (args[1] if len(args) > 1 else ConstantValue(None)) if v is _MISSING else v
-        if name == "__contains__":
-            return ConstantValue(self.owner.dict_get(tx, args[0].as_python_constant()) is not _MISSING)
+        if name == "__contains__" and len(args) == 1:
+            return ConstantValue(self.contains(tx, args[0]))
+        if name == "__len__" and not args:
+            return ConstantValue(self.length(tx))
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            keys = self._keys(tx)
+            if name == "keys":
+                return ListValue([ConstantValue(k) for k in keys])
+            vals = [owner.dict_get(tx, k) for k in keys]
+            if name == "values":
+                return ListValue(vals)
+            return ListValue([TupleValue([ConstantValue(k), v]) for k, v in zip(keys, vals)])
         if name == "update" and len(args) == 1 and not kwargs:
             from .containers import DictValue
             if isinstance(args[0], DictValue):
@@ -676,6 +755,18 @@ class InstanceDictValue(Value):
                     self.setitem(tx, ConstantValue(k), v)
                 return ConstantValue(None)
         raise Unsupported(f"obj.__dict__.{name}()")
+
+    def reconstruct(self, out):
+        # read in the first phase of an exit, before any write is replayed:
+        # the dict the object had when the frame began
+        owner = self.owner
+        if owner.source is not None and not owner.is_new:
+            AttrSource(owner.source, "__dict__").emit(out)
+            return
+        if owner.dict_replaced:
+            raise Unsupported("the old instance dict of an object made in the frame")
+        out.reconstruct(owner)
+        out.instr("LOAD_ATTR", "__dict__")
 
 
 class SuperValue(Value):

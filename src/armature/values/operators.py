@@ -232,6 +232,15 @@ def is_same(tx, a: Value, b: Value) -> bool:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b:
         return True
+    from .objects import InstanceDictValue
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, InstanceDictValue):
+            # ``obj.__dict__`` is not wrapped once like other real objects
+            if isinstance(y, InstanceDictValue):
+                return x._live() is y._live()
+            if issubclass(y.python_type(), dict):
+                raise Unsupported("`is` between an instance __dict__ and another dict")
+            return False
     ca, cb = a.is_python_constant(), b.is_python_constant()
     if ca and cb and isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
         return a.value is b.value
