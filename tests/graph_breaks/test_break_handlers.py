@@ -914,7 +914,7 @@ def test_with_exit_sees_exception_type():
 
 class MessageCM(CM):
     def __exit__(self, typ, val, tb):
-        self.log.append(("exit", typ.__name__, str(val)))   # str() of the exception: a break
+        self.log.append(("exit", typ.__name__, str(val)))   # str() of the exception
         return True
 
 
@@ -926,8 +926,6 @@ def with_exit_reads_exception(x, d, log):
     return x * 2
 
 
-@pytest.mark.xfail(strict=True, reason="armature: a graph break inside __exit__ (str(val)) while a with "
-                                       "block is left by an exception runs the frame as plain Python")
 def test_exit_that_breaks_while_unwinding_compiles():
     verify(with_exit_reads_exception, lambda: (X0.clone(), {}, []), min_graphs=1)
 

@@ -552,7 +552,7 @@ CASES = [
     case(raise_and_catch, X),
     case(catch_key_error, X),
     case(catch_stop_iteration, X),
-    case(catch_index_error, X, marks=xfail("str()/repr()/f-string of an exception instance is Unsupported")),
+    case(catch_index_error, X),
     case(catch_attribute_error, X, marks=xfail("a missing tensor attribute is Unsupported instead of a catchable AttributeError")),
     case(catch_zero_division, X, marks=BUILTIN_RAISE),
     case(catch_value_error_from_builtins, X, marks=BUILTIN_RAISE),
@@ -580,7 +580,7 @@ CASES = [
     case(try_except_no_exception, X),
     case(bare_except, X, graphs=0),
     case(exception_args, X),
-    case(exception_str_repr, X, marks=xfail("str()/repr()/f-string of an exception instance is Unsupported")),
+    case(exception_str_repr, X),
     case(exception_user_class_simple, X),
     # with
     case(with_user_context_manager, X),

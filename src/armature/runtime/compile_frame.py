@@ -159,9 +159,12 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
             if fullgraph:
                 raise
             index = getattr(e, "root_index", None)
+            from_callee = bool(getattr(e, "from_callee", False))
+            alternative = getattr(e, "handling_origin", None)
+            if index is not None and not is_breakable(frame, index) and alternative is not None:
+                index, from_callee = alternative
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
-                from_callee = bool(getattr(e, "from_callee", False))
                 what = e.what
                 if from_callee and len(e.user_stack) > 1:
                     callee = e.user_stack[-2].func_name

@@ -177,6 +177,10 @@ class Frame:
             else:
                 e.root_index = self.ip - 1
                 e.from_callee = len(e.user_stack) > 1
+            # inside a handler of an exception the trace raised: where it was
+            # raised is a second place to split (the handler then runs for real)
+            if self.exc_stack:
+                e.handling_origin = getattr(self.exc_stack[-1], "root_origin", None)
 
     def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS

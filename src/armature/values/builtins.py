@@ -107,6 +107,30 @@ def _len(tx, obj):
     return ConstantValue(obj.length(tx))
 
 
+def _format_rule(fmt):
+    """str()/repr() of an exception the trace made, when its class formats
+    itself with a builtin __str__/__repr__ (``except KeyError as e: str(e)``);
+    anything else folds as a constant call."""
+    dunder = "__str__" if fmt is str else "__repr__"
+
+    def handler(tx, *args, **kwargs):
+        from .base import realize
+        from .exceptions import ExceptionValue
+        if len(args) == 1 and not kwargs:
+            v = realize(tx.ctx, args[0])
+            if isinstance(v, ExceptionValue):
+                owner = next(k for k in v.cls.__mro__ if dunder in k.__dict__)
+                if owner.__module__ != "builtins":
+                    raise Unsupported(f"{fmt.__name__}() of {v.cls.__qualname__}, which defines {dunder}")
+                return ConstantValue(fmt(v.real()))
+        return fold_call(fmt, args, kwargs)
+    return handler
+
+
+RULES[str] = _format_rule(str)
+RULES[repr] = _format_rule(repr)
+
+
 @rule(vars)
 def _vars(tx, *args):
     if len(args) != 1:
