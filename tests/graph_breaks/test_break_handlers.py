@@ -1397,9 +1397,6 @@ def test_comprehension_over_iterator_after_break_semantics():
     check_calls(comprehension_over_iterator_after_break, lambda: (LIST4(),), allow_fallback=True, min_graphs=0)
 
 
-@pytest.mark.xfail(strict=True, reason="armature: iter() of an enumerate object carried across a break fails "
-                                       "in the trace (break reason \"TypeError: 'enumerate' object is not "
-                                       "iterable\"), so a list comprehension over it runs as plain Python")
 def test_comprehension_over_iterator_after_break_compiles():
     verify(comprehension_over_iterator_after_break, lambda: (LIST4(),), min_graphs=2)
 

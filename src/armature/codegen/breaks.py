@@ -139,16 +139,21 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
         value.check_no_hooks(tx)
         value = value.getattr(tx, "forward")
     if isinstance(value, UserFunctionValue):
+        if not _identifier_params(value.fn.__code__):
+            return value   # e.g. a comprehension's ".0": cannot be compiled on its own; runs as Python
         return _Wrapped(compiled_wrapper_for(value.fn, backend))
     from ..values.functions import NestedFunctionValue
-    if isinstance(value, NestedFunctionValue) and all(
-            n.isidentifier() for n in value.code.co_varnames[:value.code.co_argcount]):
+    if isinstance(value, NestedFunctionValue) and _identifier_params(value.code):
         # (a comprehension's ".0" argument cannot be a guard parameter)
         from ..runtime.wrappers import nested_compiled_for
         return _WrappedNested(nested_compiled_for(value.code, backend), value)
     if isinstance(value, BoundMethodValue) and isinstance(value.func, UserFunctionValue):
         return _Wrapped(compiled_wrapper_for(value.func.fn, backend), value.obj)
     return value
+
+
+def _identifier_params(code) -> bool:
+    return all(n.isidentifier() for n in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
 def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -> None:

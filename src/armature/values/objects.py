@@ -463,6 +463,8 @@ class ObjectValue(Value):
     def call(self, tx, args, kwargs):
         m = self.dunder(tx, "__call__")
         if m is None:
+            if getattr(self.cls, "__call__", None) is not None:
+                raise Unsupported(f"calling a {self.cls.__qualname__} (implemented in C)")
             raise user_error(TypeError, f"{self.cls.__name__!r} object is not callable")
         return m.call(tx, args, kwargs)
 
@@ -508,6 +510,9 @@ class ObjectValue(Value):
             return tx.get_iter(it)
         if self.dunder(tx, "__getitem__") is not None:
             raise Unsupported("iteration through the old __getitem__ protocol")
+        if getattr(self.cls, "__iter__", None) is not None:
+            raise Unsupported(f"iterating a {self.cls.__qualname__} made outside the frame (a C iterator: "
+                              "consuming it while tracing would change it)")
         raise user_error(TypeError, f"{self.cls.__name__!r} object is not iterable")
 
     def unpack(self, tx):
