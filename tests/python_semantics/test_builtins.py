@@ -702,7 +702,7 @@ CASES = [
     case(dict_views_set_ops, X, marks=xfail("dict.keys() views are modelled as lists: `a.keys() & b.keys()` claims TypeError")),
     case(frozenset_more, X),
     case(set_of_tuples_and_strings, X),
-    case(list_index_with_start, X, marks=xfail("list.index(v, start[, stop]) ignores start/stop")),
+    case(list_index_with_start, X),
     case(enumerate_zip_nested, [t(2), t(2)]),
     case(reversed_enumerate_range, X),
     case(min_max_strings_and_tuples, X),

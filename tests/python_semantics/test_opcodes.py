@@ -962,12 +962,6 @@ NAMES_CONST = ("a", "b", "c")
 # case table
 # --------------------------------------------------------------------------
 
-
-DICT_MERGE_BREAK = xfail(
-    "a break at a failing DICT_MERGE (f(**kw) with a duplicate/non-mapping) leaks an internal "
-    "RuntimeError 'Failed to compute stacksize, got negative size' instead of eager's TypeError"
-)
-
 X = t(4)
 Y = t(4)
 M = t(3, 4)
@@ -1127,9 +1121,9 @@ RAISES = [
     case(unpack_too_few, X),
     case(unpack_ex_too_few, X),
     case(unpack_non_iterable, X),
-    case(call_dict_merge_duplicate, X, marks=DICT_MERGE_BREAK),
+    case(call_dict_merge_duplicate, X),
     case(call_star_non_iterable, X),
-    case(call_star_kwargs_not_mapping, X, marks=DICT_MERGE_BREAK),
+    case(call_star_kwargs_not_mapping, X),
     case(kw_names_unexpected, X),
     case(kw_names_missing_required, X),
     case(fstring_bad_spec, X),

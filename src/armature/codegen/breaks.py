@@ -75,6 +75,20 @@ def _consumed(inst) -> int:
     return (effect(inst.arg) if callable(effect) else effect)[0]
 
 
+#: instructions that reach below their operands: ``LIST_APPEND(i)`` pops the
+#: item and appends to the list i deeper (CPython's PEEK(oparg) after POP)
+_REACH_BELOW = {"LIST_APPEND", "LIST_EXTEND", "SET_ADD", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE", "MAP_ADD"}
+
+
+def _reach(inst) -> int:
+    """How many stack items from the top the instruction touches: they go
+    on the real stack of the transformed function."""
+    pops = _consumed(inst)
+    if inst.opname == "DICT_MERGE":
+        return pops + inst.arg + 2   # its error message names the callable two below the dict
+    return pops + inst.arg if inst.opname in _REACH_BELOW else pops
+
+
 def _native_arg(inst: dis.Instruction, labels: dict):
     name = inst.opname
     if name in _JUMPS:
@@ -207,7 +221,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         kinds[i] = VALUE_SLOT
     rest = list(it)
     local_t, cell_t = rest[:len(local_names)], rest[len(local_names):]
-    consumed = _consumed(inst)
+    pops = _consumed(inst)
+    consumed = _reach(inst)   # the operands and whatever the instruction reaches below them
     operand_kinds = kinds[len(kinds) - consumed:]
     if NULL_SLOT in operand_kinds and inst.opname not in ("CALL", "CALL_FUNCTION_EX"):
         raise BreakNotPossible(f"a NULL among the operands of {inst.opname}")
@@ -328,7 +343,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     end_try()
     if name not in ("RAISE_VARARGS", "RERAISE"):
         effect = _STACK_EFFECT[name]
-        hand_off(next_offset, (effect(inst.arg) if callable(effect) else effect)[1])
+        hand_off(next_offset, consumed - pops + (effect(inst.arg) if callable(effect) else effect)[1])
     emit_handler()
 
 

@@ -156,3 +156,25 @@ def link_exception(exc, cause, has_cause, context, runtime_context):
     if context is not None and context is not exc:
         exc.__context__ = context
     return exc
+
+
+class DictKeyIter:
+    """The rest of a dict's key iteration after a graph break: the keys
+    still to come, and CPython's check that the dict did not change size
+    (``RuntimeError`` on every later step once it has)."""
+
+    __slots__ = ("d", "keys", "i", "size")
+
+    def __init__(self, d, keys, size):
+        self.d, self.keys, self.i, self.size = d, keys, 0, size
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if len(self.d) != self.size:
+            raise RuntimeError("dictionary changed size during iteration")
+        if self.i >= len(self.keys):
+            raise StopIteration
+        self.i += 1
+        return self.keys[self.i - 1]

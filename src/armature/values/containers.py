@@ -78,8 +78,8 @@ class _Sequence(Value):
             from .operators import values_equal
             if name == "count":
                 return ConstantValue(sum(values_equal(tx, i, target) for i in self.items))
-            bounds = [a.as_python_constant() for a in args[1:]]
-            idx = range(len(self.items))[slice(*bounds)] if bounds else range(len(self.items))
+            bounds = [a.as_python_constant() for a in args[1:3]] + [None, None]
+            idx = range(len(self.items))[slice(bounds[0], bounds[1])]   # (start[, stop]), slice-like
             for i in idx:
                 if values_equal(tx, self.items[i], target):
                     return ConstantValue(i)
@@ -652,3 +652,13 @@ class DictKeyIterator(IteratorValue):
         if len(self.d.items) != self.size:
             raise user_error(RuntimeError, "dictionary changed size during iteration")
         return super().next(tx)
+
+    def reconstruct(self, out):
+        # keeps the size check: the dict is rebuilt with its final items
+        from ..runtime import replay
+        out.instr("PUSH_NULL")
+        out.load_const(replay.DictKeyIter)
+        out.reconstruct(self.d)
+        out.load_const(tuple(k.as_python_constant() for k in self.items[self.index:]))
+        out.load_const(self.size)
+        out.call(3)
