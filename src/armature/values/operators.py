@@ -260,7 +260,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
 
 def values_equal(tx, a: Value, b: Value) -> bool:
     a, b = concrete(tx, a), concrete(tx, b)
-    if a is b and not isinstance(a, TensorValue):
+    if a is b:  # PyObject_RichCompareBool's identity shortcut (tensors included)
         return True
     if a.is_python_constant() and b.is_python_constant():
         return bool(_fold(operator.eq, a.as_python_constant(), b.as_python_constant()))
