@@ -57,6 +57,14 @@ def test_demo_quick():
     assert "torch.compile" not in p.stdout.split("5. Speed")[1]
 
 
+def test_demo_compares_frontend_compile_time():
+    p = run([os.path.join(ROOT, "demo", "run_demo.py"), "--backend", "eager", "--rounds", "1", "--calls", "1"])
+    section = p.stdout.split("4. Compile time")[1].split("5. Speed")[0]
+    assert "frontend only" in section
+    assert "armature / torch.compile frontend time:" in section
+    assert "armature output matches eager" in p.stdout
+
+
 def test_demo_reports_a_fallback(tmp_path):
     """A model armature cannot capture whole (data-dependent control flow):
     the demo reports it instead of crashing, and the result is still right."""
