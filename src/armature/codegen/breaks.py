@@ -287,6 +287,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     # the transformed function that hands the exception to a resume function
     # starting at the user's handler, with the stack cut to its depth.
     entry = handler_for(code, inst.offset)
+    if prev_exc is not None and entry is None:  # (an except body always has its cleanup handler)
+        raise BreakNotPossible("inside an except body without a cleanup handler")
     try_begin = None
     if entry is not None:
         if entry.depth > len(bottom):
