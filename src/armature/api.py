@@ -97,7 +97,7 @@ class CompiledFunction:
                                  dynamic_sources=cache.dynamic_sources)
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
-        if entry is None:  # the arguments do not bind: eager raises the TypeError
+        if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
             return f(*args, **kwargs)
         cache.add(entry)
         return entry.run(*args, ___f=f, **kwargs)

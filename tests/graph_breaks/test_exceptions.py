@@ -271,3 +271,32 @@ def test_exception_then_success_keeps_cache_usable():
         else:
             torch.testing.assert_close(cf(X0, d_c), exp)
         assert d_c == d_e
+
+
+def checked_div(x, n):
+    if n == 0:
+        raise ValueError("n must not be zero")
+    return x / n, 10 // n
+
+
+def test_fullgraph_program_raising_raises_eagers_exception():
+    """With fullgraph=True a program that raises is not a capture failure:
+    the user's exception comes out (as eager's), nothing is cached, and a
+    later good call compiles one graph."""
+    from helpers import CountingBackend
+    counter = CountingBackend()
+    cf = armature.compile(checked_div, backend=counter, fullgraph=True)
+    with pytest.raises(ValueError, match="^n must not be zero$"):
+        cf(X0, 0)
+    assert armature.cache_entries(cf) == []
+    got = cf(X0, 4)
+    torch.testing.assert_close(got[0], X0 / 4)
+    assert got[1] == 2 and counter.frame_count == 1
+
+
+def test_fullgraph_builtin_failure_raises_eagers_exception():
+    def f(x, d):
+        return x + d["missing"] + 1 // 0
+
+    with pytest.raises(KeyError, match="missing"):
+        armature.compile(f, backend="eager", fullgraph=True)(X0, {})

@@ -542,10 +542,6 @@ def assert_in_helper(x):
 # --------------------------------------------------------------------------
 
 X = t(4)
-BUILTIN_RAISE = xfail(
-    "exceptions raised while folding builtins (10 // 0, [1].index(5), int('abc')) are Unsupported, "
-    "not catchable by the traced try/except"
-)
 USER_EXC_INIT = xfail("creating a user exception class that defines __init__ (or with keyword arguments) is Unsupported")
 
 CASES = [
@@ -554,8 +550,8 @@ CASES = [
     case(catch_stop_iteration, X),
     case(catch_index_error, X),
     case(catch_attribute_error, X, marks=xfail("a missing tensor attribute is Unsupported instead of a catchable AttributeError")),
-    case(catch_zero_division, X, marks=BUILTIN_RAISE),
-    case(catch_value_error_from_builtins, X, marks=BUILTIN_RAISE),
+    case(catch_zero_division, X),
+    case(catch_value_error_from_builtins, X),
     case(try_else_runs, X),
     case(try_else_skipped_on_exception, X, graphs=0),
     case(finally_on_normal_path, X),

@@ -23,7 +23,7 @@ from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
 from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
-from ..diagnostics.errors import ArmatureError, Unsupported, UserLocation
+from ..diagnostics.errors import ArmatureError, Unsupported, UserException, UserLocation
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
@@ -111,8 +111,10 @@ def _binds(fn, args, kwargs) -> bool:
 
 def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
                  dynamic_sources=frozenset()) -> CacheEntry | None:
-    """Trace and compile one call; None when the arguments do not bind (the
-    caller then runs the function so that eager's TypeError is raised)."""
+    """Trace and compile one call; None when the call is to run as the
+    original code without caching anything: the arguments do not bind
+    (eager's TypeError), or with fullgraph the program raises an exception
+    the trace does not catch (eager's exception)."""
     if not _binds(fn, args, kwargs):
         return None
     if not pyversion.is_supported():
@@ -157,6 +159,11 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
                 ctx.restore_global_state()
         except Unsupported as e:
             if fullgraph:
+                if isinstance(e, UserException):
+                    # the program itself raises here (an uncaught `raise`, a
+                    # builtin failing): nothing to capture; running it raises
+                    # eager's exception (nothing is cached)
+                    return None
                 raise
             index = getattr(e, "root_index", None)
             from_callee = bool(getattr(e, "from_callee", False))

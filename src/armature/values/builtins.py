@@ -84,11 +84,11 @@ def fold_call(fn, args, kwargs) -> Value:
     from .builder import wrap_constant_result
     a, k = unwrap_constants(args, kwargs, what=f"{getattr(fn, '__name__', fn)}()")
     try:
-        return wrap_constant_result(fn(*a, **k))
-    except Unsupported:
-        raise
+        result = fn(*a, **k)
     except Exception as e:
-        raise Unsupported(f"{getattr(fn, '__name__', fn)}() raised {type(e).__name__}: {e} while tracing")
+        from .operators import folded_exception
+        raise folded_exception(fn, e) from None
+    return wrap_constant_result(result)
 
 
 def _all_const(*vals) -> bool:

@@ -22,8 +22,18 @@ def _fold(op: Callable, *args):
     try:
         return op(*args)
     except Exception as e:
-        raise Unsupported(f"{getattr(op, '__name__', op)} raised {type(e).__name__}: {e} while tracing",
-                          hint="the original code will raise it; this frame runs eagerly")
+        raise folded_exception(op, e) from None
+
+
+def folded_exception(op, e: Exception) -> Exception:
+    """What the trace raises when folding a pure builtin on constants raised
+    ``e``: the same exception, as the program would see it (catchable by its
+    own try/except), for builtin exception types; otherwise Unsupported."""
+    from ..diagnostics.errors import UserException
+    if type(e).__module__ == "builtins" and not isinstance(e, (RecursionError, MemoryError)):
+        return UserException(type(e), *e.args)
+    return Unsupported(f"{getattr(op, '__name__', op)} raised {type(e).__name__}: {e} while tracing",
+                       hint="the original code will raise it; this frame runs eagerly")
 
 
 _DUNDERS = {
