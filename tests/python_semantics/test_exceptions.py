@@ -549,7 +549,7 @@ CASES = [
     case(catch_key_error, X),
     case(catch_stop_iteration, X),
     case(catch_index_error, X),
-    case(catch_attribute_error, X, marks=xfail("a missing tensor attribute is Unsupported instead of a catchable AttributeError")),
+    case(catch_attribute_error, X),
     case(catch_zero_division, X),
     case(catch_value_error_from_builtins, X),
     case(try_else_runs, X),

@@ -96,14 +96,6 @@ def class_statement(x):
     return x * Local.k
 
 
-def tensor_missing_attribute(x):
-    try:
-        v = x.nope  # <- unsupported
-    except AttributeError:
-        v = 1
-    return x * v
-
-
 def globals_call(x):
     g = globals()  # <- unsupported
     return x + ("torch" in g)
@@ -140,7 +132,6 @@ UNSUPPORTED = [
     ucase(eval_string, X, construct="eval"),
     ucase(os_getcwd, X, construct="getcwd"),
     ucase(class_statement, X, construct="LOAD_BUILD_CLASS", marks=NO_HINT),
-    ucase(tensor_missing_attribute, X, construct="nope", marks=NO_HINT),
     ucase(globals_call, X, construct="globals"),
     ucase(tensor_numpy, X, construct="numpy"),
 ]

@@ -82,7 +82,17 @@ class TensorValue(Value):
             return graph_call(tx, "call_method", "detach", [self], {})
         attr = getattr(torch.Tensor, name, None)
         if attr is None:
-            raise Unsupported(f"Tensor has no attribute {name!r}")
+            if self.cls not in (torch.Tensor, torch.nn.Parameter) or getattr(self.cls, "__getattr__", None):
+                raise Unsupported(f"{self.cls.__name__} has no attribute {name!r}")
+            if self.source is not None:
+                # a real tensor may carry Python attributes of its own
+                real = _real_of(tx, self)
+                if name in getattr(real, "__dict__", {}):
+                    raise Unsupported(f"the Python attribute {name!r} of a tensor")
+                from ..guards.guard import Guard, Kind
+                tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
+            from ..diagnostics.errors import user_error
+            raise user_error(AttributeError, f"'{self.cls.__name__}' object has no attribute '{name}'")
         if callable(attr):
             return TensorMethodValue(self, name)
         raise Unsupported(f"tensor attribute {name!r}")
