@@ -830,7 +830,7 @@ OBJECT_CASES = [
     obj_case(instance_dict_shadows_method, lambda: (Holder(3),), graphs=0),
     obj_case(data_descriptor_set_in_frame, lambda: (_x(),), graphs=1),
     obj_case(class_attr_along_mro, lambda: (_x(),), graphs=1),
-    obj_case(diamond_mro, lambda: (_x(),), graphs=1, marks=xfail("Class.__mro__ raises AttributeError while tracing")),
+    obj_case(diamond_mro, lambda: (_x(),), graphs=1),
     obj_case(getattr_fallback, lambda: (_x(),), graphs=1),
     obj_case(class_attr_shadowed_by_instance, lambda: (Holder(1),), graphs=0),
     obj_case(class_level_lookup_via_type, lambda: (_x(),), graphs=1),

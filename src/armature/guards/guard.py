@@ -65,6 +65,9 @@ class Guard:
             exp = (type(exp), repr(exp))
         elif isinstance(exp, list):
             exp = tuple(exp)
+        if self.consts:  # the same text over different objects is a different guard
+            return (self.kind, self.source, exp, self.text,
+                    tuple(sorted((k, id(v)) for k, v in self.consts.items())))
         return (self.kind, self.source, exp, self.text)
 
     def expr(self, pool: ConstPool) -> str:

@@ -496,6 +496,51 @@ def _getrecursionlimit(tx):
     return ConstantValue(limit)
 
 
+def _state_query(fn, label: str):
+    """A no-argument query of process state (``torch.distributed.is_initialized()``):
+    evaluated while tracing and guarded by calling it again, so the answer is
+    a constant in the graph and a change (a process group created later)
+    recompiles."""
+    def handler(tx, *args, **kwargs):
+        from ..guards.guard import Guard, Kind
+        if args or kwargs:
+            raise Unsupported(f"{label} with arguments")
+        value = fn()
+        tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___f() == ___v", consts={"___f": fn, "___v": value},
+                                label=f"{label} == {value!r}"))
+        return ConstantValue(value)
+    return handler
+
+
+import torch.distributed as _dist  # noqa: E402
+
+for _fn, _label in ((getattr(_dist, "is_available", None), "torch.distributed.is_available()"),
+                    (getattr(_dist, "is_initialized", None), "torch.distributed.is_initialized()")):
+    if _fn is not None:
+        RULES[_fn] = _state_query(_fn, _label)
+
+import logging as _logging  # noqa: E402
+
+
+@rule(_logging.Logger.isEnabledFor)
+def _logger_is_enabled_for(tx, logger, level):
+    """``logger.isEnabledFor(level)`` (what ``logger.debug(...)`` asks first):
+    the real answer, guarded by asking again, so a disabled log call costs
+    a guard instead of graph breaks in logging's locks."""
+    from ..guards.guard import Guard, Kind
+    from .base import realize
+    logger = realize(tx.ctx, logger)
+    real = getattr(logger, "obj", None)
+    if getattr(logger, "is_new", True) or not isinstance(real, _logging.Logger) or not level.is_python_constant():
+        raise Unsupported("Logger.isEnabledFor of a logger made in the frame or a level not known while tracing")
+    lvl = level.as_python_constant()
+    value = real.isEnabledFor(lvl)
+    tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___l.isEnabledFor(___n) is ___v",
+                            consts={"___l": real, "___n": lvl, "___v": value},
+                            label=f"logger {real.name!r}.isEnabledFor({_logging.getLevelName(lvl)}) is {value}"))
+    return ConstantValue(value)
+
+
 import inspect as _inspect  # noqa: E402
 
 

@@ -134,14 +134,44 @@ class ClassValue(Value):
         return _MISSING, None, False
 
     def getattr(self, tx, name):
+        """``type.__getattribute__``: the metaclass's data descriptors first
+        (``type.__mro__``, a metaclass property), then the class's MRO, then
+        the metaclass's other attributes."""
         if name == "__name__" or name == "__qualname__" or name == "__module__":
             return ConstantValue(getattr(self.cls, name))
+        meta = type(self.cls)
+        meta_raw = _MISSING
+        for klass in meta.__mro__:
+            if name in klass.__dict__:
+                meta_raw = klass.__dict__[name]
+                break
+        if meta_raw is not _MISSING and _is_data_descriptor(meta_raw):
+            return self._meta_attr(tx, meta_raw, name)
         raw, owner, pending = self.lookup(tx, name)
         if raw is _MISSING:
+            if meta_raw is not _MISSING:
+                return self._meta_attr(tx, meta_raw, name)
+            if meta is not type and getattr(meta, "__getattr__", None) is not None:
+                raise Unsupported(f"the metaclass __getattr__ of {self.cls.__qualname__}")
             raise user_error(AttributeError, f"type object {self.cls.__name__!r} has no attribute {name!r}")
         if pending:
             return raw
         return bind_attr(tx, raw, owner, name, None, self)
+
+    def _meta_attr(self, tx, raw, name):
+        """An attribute found on the metaclass, bound to this class."""
+        from .builder import wrap
+        from .functions import BoundMethodValue
+        if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
+            return _wrap_func(tx, raw.fget).call(tx, [self], {})
+        if isinstance(raw, types.FunctionType):
+            return BoundMethodValue(_wrap_func(tx, raw), self)
+        if type(raw).__name__ in ("getset_descriptor", "member_descriptor") and self.attrs == {}:
+            # a C slot of the class object (``__mro__``, ``__bases__``, ``__doc__``): read it
+            value = raw.__get__(self.cls, type(self.cls))
+            src = AttrSource(self.source, name) if self.source is not None else None
+            return wrap(tx.ctx, value, src)
+        raise Unsupported(f"the metaclass attribute {type(self.cls).__qualname__}.{name}")
 
     def setattr(self, tx, name, value):
         if type(self.cls) is not type:
