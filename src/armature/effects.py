@@ -95,6 +95,15 @@ class SideEffects:
     def record(self, rec) -> None:
         self.log.append(rec)
 
+    def mutated_values(self) -> list:
+        """The outside objects and containers the frame writes to."""
+        out = []
+        for rec in self.log:
+            v = getattr(rec, "container", None) or getattr(rec, "obj", None)
+            if v is not None and v.source is not None and all(v is not o for o in out):
+                out.append(v)
+        return out
+
     def container_mutated(self, container: Value) -> None:
         if id(container) not in self._mutated:
             self._mutated.add(id(container))

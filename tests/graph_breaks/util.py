@@ -158,7 +158,7 @@ def snap(obj, _depth=0):
                 {k: snap(v, _depth + 1) for k, v in vars(obj).items()
                  if not k.startswith("__") and isinstance(v, (int, float, str, list, dict, tuple, torch.Tensor))})
     if hasattr(obj, "__dict__") and not callable(obj) and type(obj).__module__ not in ("builtins",):
-        attrs = {k: snap(v, _depth + 1) for k, v in sorted(vars(obj).items())}
+        attrs = {k: snap(v, _depth + 1) for k, v in sorted(vars(obj).items(), key=lambda kv: repr(kv[0]))}
         slots = {}
         for klass in type(obj).__mro__:
             for s in getattr(klass, "__slots__", ()):

@@ -699,7 +699,7 @@ CASES = [
     case(str_multiply_and_slice, X),
     case(bool_short_circuit_values, X),
     case(tuple_index_with_bounds, X),
-    case(dict_views_set_ops, X, marks=xfail("dict.keys() views are modelled as lists: `a.keys() & b.keys()` claims TypeError")),
+    case(dict_views_set_ops, X),
     case(frozenset_more, X),
     case(set_of_tuples_and_strings, X),
     case(list_index_with_start, X),

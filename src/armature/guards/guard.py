@@ -92,6 +92,10 @@ class Guard:
                 return f"{e} is {exp!r}"
             if type(exp) is float and exp != exp:  # NaN equals nothing, itself included
                 return f"type({e}) is float and {e} != {e}"
+            if type(exp) is float and exp == 0.0:  # 0.0 == -0.0, but 1/x, str(x), copysign tell them apart
+                import math
+                return f"type({e}) is float and {e} == 0.0 and {pool.const(math.copysign)}(1.0, {e}) == " \
+                       f"{math.copysign(1.0, exp)!r}"
             if type(exp) in (int, str) or (type(exp) is float and abs(exp) != float("inf")):
                 return f"type({e}) is {type(exp).__name__} and {e} == {exp!r}"
             return f"type({e}) is {pool.const(type(exp))} and {e} == {pool.const(exp)}"

@@ -159,14 +159,15 @@ def link_exception(exc, cause, has_cause, context, runtime_context):
 
 
 class DictKeyIter:
-    """The rest of a dict's key iteration after a graph break: the keys
-    still to come, and CPython's check that the dict did not change size
+    """The rest of a dict's iteration after a graph break: the keys still
+    to come, read live (``kind`` keys/values/items, as the dict's own
+    iterators do), and CPython's check that the dict did not change size
     (``RuntimeError`` on every later step once it has)."""
 
-    __slots__ = ("d", "keys", "i", "size")
+    __slots__ = ("d", "keys", "i", "size", "kind")
 
-    def __init__(self, d, keys, size):
-        self.d, self.keys, self.i, self.size = d, keys, 0, size
+    def __init__(self, d, keys, size, kind="keys"):
+        self.d, self.keys, self.i, self.size, self.kind = d, keys, 0, size, kind
 
     def __iter__(self):
         return self
@@ -177,4 +178,7 @@ class DictKeyIter:
         if self.i >= len(self.keys):
             raise StopIteration
         self.i += 1
-        return self.keys[self.i - 1]
+        k = self.keys[self.i - 1]
+        if self.kind == "keys":
+            return k
+        return self.d[k] if self.kind == "values" else (k, self.d[k])

@@ -79,10 +79,25 @@ class TraceContext:
     def add_alias_guards(self) -> None:
         """If the graph mutates its inputs, distinct tensor inputs must stay
         distinct objects (an aliased call would mutate what another input
-        reads); one guard checks them all."""
+        reads); one guard checks them all.  Likewise for Python containers
+        and objects from outside the frame: if the frame mutates one, the
+        outside ones it saw as distinct must stay distinct (writes to one
+        Value are not seen through another)."""
+        from ..guards.guard import Guard, Kind
         from ..values.symbolic import ScalarTensorSource
         inputs = [gi for gi in self.graph.inputs if not isinstance(gi.source, ScalarTensorSource)]
-        if not self.graph.mutates or len(inputs) < 2:
+        if self.graph.mutates and len(inputs) >= 2:
+            self.guards.add(Guard(Kind.DISTINCT, None, [gi.source for gi in inputs]))
+        mutated = self.effects.mutated_values()
+        if not mutated:
             return
-        from ..guards.guard import Guard, Kind
-        self.guards.add(Guard(Kind.DISTINCT, None, [gi.source for gi in inputs]))
+        from ..values.containers import DictValue, ListValue, SetValue
+        from ..values.objects import ObjectValue
+        from ..values.modules import ModuleValue
+        kinds = (ListValue, DictValue, SetValue, ObjectValue)
+        seen = [v for _, v in self.value_cache.values()
+                if isinstance(v, kinds) and not isinstance(v, ModuleValue) and v.source is not None]
+        touched_types = {v.python_type() for v in mutated}
+        group = [v for v in seen if v.python_type() in touched_types]
+        if len(group) >= 2 and any(v in mutated for v in group):
+            self.guards.add(Guard(Kind.DISTINCT, None, [v.source for v in group]))

@@ -67,6 +67,8 @@ def _note_instance_dict(ctx, value: Value) -> None:
     cached = ctx.value_cache.get(id(d))
     if cached is not None and cached[0] is d:
         raise Unsupported(f"an object whose __dict__ is also reached as a separate dict ({value.source})")
+    if ctx.instance_dict_owners.get(id(d), value) is not value:
+        raise Unsupported(f"two objects sharing one __dict__ ({value.source})")
     ctx.instance_dict_owners[id(d)] = value
 
 
@@ -227,11 +229,10 @@ def wrap_constant_result(result: Any) -> Value:
         from .containers import DictValue
         return DictValue({k: wrap_constant_result(v) for k, v in result.items()})
     if isinstance(result, (frozenset, set)):
-        return ConstantValue(result) if isinstance(result, frozenset) else _unsupported(result)
-    raise Unsupported(f"a folded call returned {type(result).__name__}")
-
-
-def _unsupported(result):
+        if isinstance(result, frozenset):
+            return ConstantValue(result)
+        from .containers import SetValue
+        return SetValue(result)   # a new set: mutable, its own Value
     raise Unsupported(f"a folded call returned {type(result).__name__}")
 
 

@@ -282,12 +282,8 @@ class DictValue(Value):
         if name == "get":
             k = _key(args[0])
             return items.get(k, args[1] if len(args) > 1 else ConstantValue(None))
-        if name == "keys":
-            return ListValue([ConstantValue(k) for k in items])  # materialised view
-        if name == "values":
-            return ListValue(list(items.values()))
-        if name == "items":
-            return ListValue([TupleValue([ConstantValue(k), v]) for k, v in items.items()])
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewValue(self, name)
         if name == "copy":
             return DictValue(items, self.cls)
         if name in ("update", "setdefault", "pop", "popitem", "clear"):
@@ -662,3 +658,147 @@ class DictKeyIterator(IteratorValue):
         out.load_const(tuple(k.as_python_constant() for k in self.items[self.index:]))
         out.load_const(self.size)
         out.call(3)
+
+
+class DictViewValue(Value):
+    """``d.keys()`` / ``d.values()`` / ``d.items()``: a *live* view of a dict
+    (a DictValue, or an object's instance dict): every use reads the dict's
+    current contents, iteration raises if the dict changes size meanwhile,
+    and keys views support set operations and set equality as in CPython."""
+
+    def __init__(self, owner: Value, kind: str):
+        super().__init__()
+        self.owner, self.kind = owner, kind
+
+    def python_type(self):
+        return type(getattr({}, self.kind)())
+
+    def _keys(self, tx) -> list:
+        o = self.owner
+        return list(o.items) if isinstance(o, DictValue) else o._keys(tx)
+
+    def _get(self, tx, k) -> Value:
+        o = self.owner
+        return o.items[k] if isinstance(o, DictValue) else o.getitem(tx, ConstantValue(k))
+
+    def elements(self, tx) -> list:
+        keys = self._keys(tx)
+        if self.kind == "keys":
+            return [ConstantValue(k) for k in keys]
+        if self.kind == "values":
+            return [self._get(tx, k) for k in keys]
+        return [TupleValue([ConstantValue(k), self._get(tx, k)]) for k in keys]
+
+    def unpack(self, tx):
+        return self.elements(tx)
+
+    def get_iter(self, tx):
+        return DictViewIterator(self, tx)
+
+    def length(self, tx):
+        return len(self._keys(tx))
+
+    def truth(self, tx):
+        return bool(self._keys(tx))
+
+    def contains(self, tx, item) -> bool:
+        from .operators import values_equal
+        if self.kind == "keys":
+            return _key(item) in self._keys(tx)
+        if self.kind == "values":
+            return any(values_equal(tx, item, v) for v in self.elements(tx))
+        if isinstance(item, ConstantValue) and type(item.value) is tuple:
+            item = TupleValue([ConstantValue(v) for v in item.value])
+        if not isinstance(item, TupleValue) or len(item.items) != 2:
+            return False
+        k = _key(item.items[0])
+        return k in self._keys(tx) and values_equal(tx, item.items[1], self._get(tx, k))
+
+    def _real_keys_view(self, tx):
+        return dict.fromkeys(self._keys(tx)).keys()
+
+    def binary(self, tx, op, other: Value, reflected: bool) -> Value:
+        """Set operations of a keys view (with constants or another keys view)."""
+        if self.kind != "keys":
+            raise Unsupported(f"{op.__name__} of a dict {self.kind}() view")
+        if isinstance(other, DictViewValue) and other.kind == "keys":
+            o = other._real_keys_view(tx)
+        elif other.is_python_constant():
+            o = other.as_python_constant()
+        else:
+            raise Unsupported(f"{op.__name__} of a dict keys view and {other}")
+        from .builder import wrap_constant_result
+        from .operators import _fold
+        mine = self._real_keys_view(tx)
+        return wrap_constant_result(_fold(op, o, mine) if reflected else _fold(op, mine, o))
+
+    def equals(self, tx, other: Value) -> bool:
+        if other is self:
+            return True
+        if self.kind != "keys":
+            if isinstance(other, DictViewValue) or other.is_python_constant():
+                raise Unsupported(f"== of a dict {self.kind}() view")
+            return False
+        if isinstance(other, DictViewValue):
+            if other.kind != "keys":
+                return False
+            return self._real_keys_view(tx) == other._real_keys_view(tx)
+        if other.is_python_constant():
+            return self._real_keys_view(tx) == other.as_python_constant()
+        if isinstance(other, SetValue):
+            return set(self._keys(tx)) == set(other.items)
+        return False
+
+    def getattr(self, tx, name):
+        return BoundContainerMethod(self, name)
+
+    def method(self, tx, name, args, kwargs):
+        if name == "__len__" and not args:
+            return ConstantValue(self.length(tx))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantValue(self.contains(tx, args[0]))
+        if name == "isdisjoint" and len(args) == 1 and self.kind == "keys":
+            return ConstantValue(self._real_keys_view(tx).isdisjoint(_const_iterable(tx, args[0])))
+        raise Unsupported(f"dict {self.kind}().{name}()")
+
+    def reconstruct(self, out):
+        out.instr("PUSH_NULL")
+        out.reconstruct(self.owner)
+        out.instr("LOAD_ATTR", self.kind)
+        out.call(0)
+
+    def __repr__(self):
+        return f"<dict {self.kind} view of {self.owner!r}>"
+
+
+class DictViewIterator(IteratorValue):
+    """Iterating a dict view: the elements when iteration began, and
+    CPython's check that the dict does not change size meanwhile."""
+
+    def __init__(self, view: DictViewValue, tx):
+        keys = view._keys(tx)
+        super().__init__(view.elements(tx))
+        self.view, self.keys, self.size = view, keys, len(keys)
+
+    def next(self, tx):
+        if len(self.view._keys(tx)) != self.size:
+            raise user_error(RuntimeError, "dictionary changed size during iteration")
+        if self.index >= len(self.items):
+            return None
+        # values and items are read when reached, as the dict iterator does
+        k = self.keys[self.index]
+        self.index += 1
+        if self.view.kind == "keys":
+            return ConstantValue(k)
+        v = self.view._get(tx, k)
+        return v if self.view.kind == "values" else TupleValue([ConstantValue(k), v])
+
+    def reconstruct(self, out):
+        from ..runtime import replay
+        out.instr("PUSH_NULL")
+        out.load_const(replay.DictKeyIter)
+        out.reconstruct(self.view.owner)
+        out.load_const(tuple(self.keys[self.index:]))
+        out.load_const(self.size)
+        out.load_const(self.view.kind)
+        out.call(4)

@@ -746,8 +746,30 @@ class InstanceDictValue(Value):
     def contains(self, tx, item) -> bool:
         key = item.as_python_constant()
         if type(key) is not str:
-            return False if isinstance(key, (int, float, type(None))) else key in self._keys(tx)
+            return key in self._keys(tx)
         return self._live().dict_get(tx, key) is not _MISSING
+
+    def equals(self, tx, other) -> bool:
+        """``obj.__dict__ == other``: dict equality (same keys, equal values)."""
+        from .containers import DictValue
+        from .operators import values_equal
+        if other is self:
+            return True
+        keys = self._keys(tx)
+        if isinstance(other, InstanceDictValue):
+            okeys = other._keys(tx)
+            oget = lambda k: other._live().dict_get(tx, k)  # noqa: E731
+        elif isinstance(other, DictValue):
+            okeys = list(other.items)
+            oget = other.items.__getitem__
+        elif issubclass(other.python_type(), dict):
+            raise Unsupported("== between an instance __dict__ and another dict")
+        else:
+            return False
+        if set(keys) != set(okeys):
+            return False
+        owner = self._live()
+        return all(values_equal(tx, owner.dict_get(tx, k), oget(k)) for k in keys)
 
     def _keys(self, tx) -> list:
         return self._live().dict_keys(tx)
@@ -758,6 +780,10 @@ class InstanceDictValue(Value):
     def unpack(self, tx):
         return [ConstantValue(k) for k in self._keys(tx)]
 
+    def get_iter(self, tx):
+        from .containers import DictViewIterator, DictViewValue
+        return DictViewIterator(DictViewValue(self, "keys"), tx)
+
     def truth(self, tx):
         return bool(self._keys(tx))
 
@@ -766,7 +792,6 @@ class InstanceDictValue(Value):
         return BoundContainerMethod(self, name)
 
     def method(self, tx, name, args, kwargs):
-        from .containers import ListValue, TupleValue
         owner = self._live()
         if name == "get":
             v = owner.dict_get(tx, args[0].as_python_constant())
@@ -776,13 +801,8 @@ class InstanceDictValue(Value):
         if name == "__len__" and not args:
             return ConstantValue(self.length(tx))
         if name in ("keys", "values", "items") and not args and not kwargs:
-            keys = self._keys(tx)
-            if name == "keys":
-                return ListValue([ConstantValue(k) for k in keys])
-            vals = [owner.dict_get(tx, k) for k in keys]
-            if name == "values":
-                return ListValue(vals)
-            return ListValue([TupleValue([ConstantValue(k), v]) for k, v in zip(keys, vals)])
+            from .containers import DictViewValue
+            return DictViewValue(self, name)
         if name == "update" and len(args) == 1 and not kwargs:
             from .containers import DictValue
             if isinstance(args[0], DictValue):

@@ -97,6 +97,11 @@ def _object_binary(tx, op, a, b):
 
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    from .containers import DictViewValue
+    if isinstance(a, DictViewValue):
+        return a.binary(tx, INPLACE_TO_BINARY.get(op, op), b, False)
+    if isinstance(b, DictViewValue):
+        return b.binary(tx, op, a, True)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         return _object_binary(tx, op, a, b)
@@ -272,6 +277,12 @@ def values_equal(tx, a: Value, b: Value) -> bool:
     a, b = concrete(tx, a), concrete(tx, b)
     if a is b:  # PyObject_RichCompareBool's identity shortcut (tensors included)
         return True
+    from .containers import DictViewValue
+    from .objects import InstanceDictValue
+    if isinstance(a, (DictViewValue, InstanceDictValue)):
+        return a.equals(tx, b)
+    if isinstance(b, (DictViewValue, InstanceDictValue)):
+        return b.equals(tx, a)
     if a.is_python_constant() and b.is_python_constant():
         return bool(_fold(operator.eq, a.as_python_constant(), b.as_python_constant()))
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):

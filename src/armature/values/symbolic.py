@@ -181,10 +181,17 @@ def as_graph_input(tx, number: "SymbolicNumberValue", other, op):
     import torch
     from .tensor import TensorValue
     base = _INPLACE.get(op, op)
-    if base not in _ARITHMETIC or not isinstance(other, TensorValue) or not other.fake.is_floating_point():
-        return None
+    if base not in _ARITHMETIC or not isinstance(other, TensorValue) or not other.fake.is_floating_point() \
+            or other.fake.dim() == 0:
+        return None   # (a 0-d tensor with a 0-d float64 operand would promote to float64)
     if type(number.example) is bool:
         return None
+    if type(number.example) is int:
+        if not -2 ** 63 <= number.example < 2 ** 63:
+            return None   # not an int64: stays a constant
+        # a later value outside int64 recompiles (and then specialises)
+        for cmp, bound in ((operator.ge, -2 ** 63), (operator.lt, 2 ** 63)):
+            tx.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, CompareSource(cmp, number.source, bound), True))
     dtype = torch.int64 if type(number.example) is int else torch.float64
     src = ScalarTensorSource(number.source, dtype)
     real = torch.tensor(number.example, dtype=dtype)
@@ -232,7 +239,26 @@ class SymbolicNumberValue(Value):
             example = base(lx, rx)
         except Exception:
             return None  # e.g. division by zero: let the constant path raise
+        self._guard_cannot_raise(base, left, right, lx, rx)
         return SymbolicNumberValue(example, BinOpSource(base, left, right), self.ctx)
+
+    def _guard_cannot_raise(self, op, left, right, lx, rx) -> None:
+        """The expression is evaluated only if its value is used, but eager
+        evaluates it (and may raise) right here: guard what keeps it from
+        raising (a non-zero divisor; the sign of an exponent, which also
+        decides int or float), so a value that would raise recompiles and
+        the constant path raises eager's exception."""
+        def holds(src, cmp, bound, expected=True):
+            if isinstance(src, Source):
+                self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, CompareSource(cmp, src, bound), expected))
+        if op in (operator.floordiv, operator.truediv, operator.mod):
+            holds(right, operator.ne, 0)
+        elif op is operator.pow:
+            holds(right, operator.ge, 0, rx >= 0)
+            if rx < 0:
+                holds(left, operator.ne, 0)
+            if type(rx) is float or isinstance(right, Source):
+                holds(left, operator.ge, 0, lx >= 0)   # a negative base to a fraction is complex
 
     def reconstruct(self, out):
         self.source.emit(out)
