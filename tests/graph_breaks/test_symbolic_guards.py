@@ -114,3 +114,48 @@ def test_loop_counter_resume_compiles_at_most_three_times():
     # the root, and the resume function specialised (i == 0), then symbolic
     # with the loop condition True, then False
     assert counter.frame_count <= 4, counter.frame_count
+
+
+def number_helpers(x, n):
+    a = min(n, 3)
+    if n:
+        x = x + 1
+    return x * a, abs(n) > 3, -n > 3, -n, max(n, 0), abs(n)
+
+
+def test_min_max_abs_neg_and_truthiness_stay_symbolic():
+    cf = armature.compile(number_helpers, backend="eager")
+    for n in [0, 1, 2, 5, -4, 3, 0, 7, -1, 8, 9]:
+        x = t(2)
+        want, got = number_helpers(x, n), cf(x, n)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1:] == want[1:], (n, got, want)
+    # n = 0 specialised, then symbolic: ``if n`` true, and false again at 0
+    assert len(armature.cache_entries(cf)) <= 3
+
+
+def negate_float(x, s):
+    return x * -s, -s, abs(s)
+
+
+def test_negated_float_keeps_its_sign():
+    cf = armature.compile(negate_float, backend="eager")
+    for s in [0.0, 1.0, 0.0, -0.0, 2.5, -0.0]:
+        x = t(2)
+        want, got = negate_float(x, s), cf(x, s)
+        torch.testing.assert_close(got[0], want[0])
+        assert repr(got[1:]) == repr(want[1:]), (s, got, want)
+
+
+def guarded_division(x, n):
+    y = 10 // n          # unused, but eager raises here for n == 0
+    return x + 1
+
+
+def test_unused_division_still_raises_for_zero():
+    import pytest
+    cf = armature.compile(guarded_division, backend="eager")
+    for n in (1, 2, 3):
+        torch.testing.assert_close(cf(t(2), n), t(2) + 1)
+    with pytest.raises(ZeroDivisionError):
+        cf(t(2), 0)

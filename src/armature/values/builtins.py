@@ -47,7 +47,7 @@ class BuiltinValue(Value):
         return self.fn
 
     def call(self, tx, args, kwargs):
-        if self.fn is not print:
+        if self.fn not in _SYMBOLIC_AWARE:  # (their rules keep symbolic numbers symbolic)
             args = [concrete(tx, a) for a in args]
             kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
         handler = RULES.get(self.fn)
@@ -71,6 +71,9 @@ def _is_pure(fn) -> bool:
         return True
     self_ = getattr(fn, "__self__", None)
     return type(self_) in _IMMUTABLE_TYPES and not isinstance(self_, type)
+
+
+_SYMBOLIC_AWARE = frozenset({print, min, max, abs})
 
 
 def fold_call(fn, args, kwargs) -> Value:
@@ -281,14 +284,27 @@ def _reduce_minmax(tx, fn, args, kwargs):
     return best
 
 
+def _symbolic(tx, fn, args, kwargs):
+    """``fn(*args)`` kept symbolic, or None (the caller specialises the
+    arguments and folds)."""
+    from .base import realize
+    from .symbolic import symbolic_call
+    return None if kwargs else symbolic_call(tx.ctx, fn, [realize(tx.ctx, a) for a in args])
+
+
+def _concrete_all(tx, args, kwargs):
+    from .base import concrete
+    return [concrete(tx, a) for a in args], {k: concrete(tx, v) for k, v in kwargs.items()}
+
+
 @rule(min)
 def _min(tx, *args, **kwargs):
-    return _reduce_minmax(tx, min, args, kwargs)
+    return _symbolic(tx, min, args, kwargs) or _reduce_minmax(tx, min, *_concrete_all(tx, args, kwargs))
 
 
 @rule(max)
 def _max(tx, *args, **kwargs):
-    return _reduce_minmax(tx, max, args, kwargs)
+    return _symbolic(tx, max, args, kwargs) or _reduce_minmax(tx, max, *_concrete_all(tx, args, kwargs))
 
 
 @rule(sum)
@@ -306,10 +322,12 @@ def _sum(tx, iterable, start=ConstantValue(0)):
 
 @rule(abs)
 def _abs(tx, x):
+    from .base import realize
     from .tensor import TensorValue, graph_call
+    x = realize(tx.ctx, x)
     if isinstance(x, TensorValue):
         return graph_call(tx, "call_function", operator.abs, [x], {})
-    return fold_call(abs, [x], {})
+    return _symbolic(tx, abs, [x], {}) or fold_call(abs, *_concrete_all(tx, [x], {}))
 
 
 @rule(pow)

@@ -192,6 +192,10 @@ def _specialize_tree(tx, v: Value) -> Value:
 
 
 def unary_op(tx, op: Callable, a: Value) -> Value:
+    from .symbolic import symbolic_call
+    sym = symbolic_call(tx.ctx, op, [realize(tx.ctx, a)])
+    if sym is not None:
+        return sym
     a = concrete(tx, a)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) and op is not operator.not_:

@@ -86,6 +86,52 @@ class LengthSource(Source):
         return f"len({self.parent})"
 
 
+@dataclass(frozen=True)
+class CallSource(Source):
+    """``fn(*args)`` of a pure builtin over symbolic numbers and literals
+    (``abs(n)``, ``-n``, ``min(n, 3)``)."""
+
+    fn: Any
+    args: tuple
+
+    def expr(self, pool):
+        parts = [pool.render(a) if isinstance(a, Source) else repr(a) for a in self.args]
+        return f"{pool.const(self.fn)}({', '.join(parts)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(self.fn)
+        for a in self.args:
+            if isinstance(a, Source):
+                a.emit(out)
+            else:
+                out.load_const(a)
+        out.call(len(self.args))
+
+    def __str__(self):
+        return f"{getattr(self.fn, '__name__', self.fn)}({', '.join(map(str, self.args))})"
+
+
+#: pure functions of numbers that stay symbolic (they cannot raise on an int
+#: or float, and their result type follows their arguments')
+_SYMBOLIC_CALLS = frozenset({abs, operator.neg, operator.pos, min, max})
+
+
+def symbolic_call(ctx, fn, args: list) -> "SymbolicNumberValue | None":
+    """``fn(*args)`` with at least one symbolic argument, kept symbolic."""
+    if fn not in _SYMBOLIC_CALLS or not any(isinstance(a, SymbolicNumberValue) for a in args):
+        return None
+    ops = [_number_operand(a) for a in args]
+    if any(o is None for o in ops):
+        return None
+    if fn in (min, max) and len(ops) < 2:
+        return None
+    if fn in (min, max) and len({type(o[1]) for o in ops}) > 1:
+        return None   # min(1, 1.0) returns whichever comes first: its type depends on the order
+    example = fn(*[o[1] for o in ops])
+    return SymbolicNumberValue(example, CallSource(fn, tuple(o[0] for o in ops)), ctx)
+
+
 _COMPARES = {
     operator.lt: ("<", "<"), operator.le: ("<=", "<="), operator.gt: (">", ">"),
     operator.ge: (">=", ">="), operator.eq: ("==", "=="), operator.ne: ("!=", "!="),
@@ -220,7 +266,10 @@ class SymbolicNumberValue(Value):
         return self.specialize().value  # ... but whoever needs the value gets it, guarded
 
     def truth(self, tx):
-        return self.specialize(tx).truth(tx)
+        # ``if n:`` guards the outcome (n != 0), not the number
+        outcome = bool(self.example)
+        self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, CompareSource(operator.ne, self.source, 0), outcome))
+        return outcome
 
     def binary(self, tx, op, other: Value, reflected: bool) -> Value | None:
         base = _INPLACE.get(op, op)
