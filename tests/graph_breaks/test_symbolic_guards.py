@@ -160,3 +160,18 @@ def test_unused_division_still_raises_for_zero():
         torch.testing.assert_close(cf(x, n), x + 1)
     with pytest.raises(ZeroDivisionError):
         cf(x, 0)
+
+
+def scale(x, n):
+    return x * 2, n
+
+
+def test_nan_and_inf_constants_are_guarded_by_value_not_identity():
+    import math
+    cf = armature.compile(scale, backend="eager")
+    for _ in range(4):
+        assert math.isnan(cf(t(2), float("nan"))[1])   # a new nan object each call
+    assert len(armature.cache_entries(cf)) == 1
+    assert cf(t(2), float("inf"))[1] == float("inf")
+    assert cf(t(2), float("-inf"))[1] == float("-inf")
+    assert cf(t(2), 1.5)[1] == 1.5

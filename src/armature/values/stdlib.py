@@ -248,11 +248,11 @@ def _std_function(fn, handler_fn):
 
 
 def _nonfinite_float(ctx, obj, source):
-    # CONSTANT_MATCH cannot express nan (nan != nan) and renders inf as a bare
-    # name; identity is exact for both and never wrong.
+    # nan and +-inf: CONSTANT_MATCH renders them as ``x != x`` and a pooled
+    # constant (an identity guard would recompile for every new nan object)
     if math.isfinite(obj):
         return None
-    _guard(ctx, Kind.ID_MATCH, source, obj)
+    _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
     return ConstantValue(obj, source)
 
 
