@@ -189,6 +189,10 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     # (a resume function's own ___stack arguments only fed its prologue)
     from .resume import CELL_ARG, origin_of
     base_code, to_orig = origin_of(code)
+    looks_at_itself = {"locals", "_getframe", "currentframe"} & set(base_code.co_names)
+    if looks_at_itself:
+        raise BreakNotPossible(f"the frame calls {sorted(looks_at_itself)[0]}(): split, it would see "
+                               "armature's generated frames instead of its own")
     if to_orig is None:
         local_names = tuple(n for n in code.co_varnames if n in frame.locals)
         cell_names = tuple(code.co_cellvars) + tuple(code.co_freevars)
@@ -260,8 +264,12 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None) -> None:
         if to_orig is not None:
             target_offset = to_orig[target_offset]
-        resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
-                                     cell_names, backend)
+        from .resume import ResumeNotPossible
+        try:
+            resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
+                                         cell_names, backend)
+        except ResumeNotPossible as e:
+            raise BreakNotPossible(str(e)) from e
         operands = [resume]
         for t, k in zip(slots, slot_kinds):
             if k == NULL_SLOT:

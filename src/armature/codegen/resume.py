@@ -37,11 +37,17 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     items = list(bc)
     items.insert(target_pos, label)
 
+    supers = _zero_arg_super_calls(items) if "__class__" in code.co_freevars else set()
     body = []
     expansion = []  # new instructions per original instruction, in order
-    for item in items:
+    for i, item in enumerate(items):
         if isinstance(item, Instr):
-            new = _rewrite_cells(item)
+            if i in supers:
+                new = [item] + _super_arguments(code, local_names, item)
+            elif i - 1 in supers or i - 2 in supers:   # PRECALL 0 / CALL 0 -> 2
+                new = [Instr(item.name, 2, location=item.location)]
+            else:
+                new = _rewrite_cells(item)
             expansion.append(len(new))
             body.extend(new)
         else:
@@ -113,6 +119,41 @@ def origin_of(code: types.CodeType):
     if entry is None:
         return code, None
     return entry
+
+
+class ResumeNotPossible(Exception):
+    pass
+
+
+def _zero_arg_super_calls(items) -> set:
+    """Positions of ``super()`` calls (LOAD_GLOBAL super; PRECALL 0; CALL 0)."""
+    out = set()
+    for i, item in enumerate(items[:-2]):
+        if isinstance(item, Instr) and item.name == "LOAD_GLOBAL" and item.arg == (True, "super"):
+            a, b = items[i + 1], items[i + 2]
+            if isinstance(a, Instr) and isinstance(b, Instr) and (a.name, a.arg, b.name, b.arg) == \
+                    ("PRECALL", 0, "CALL", 0):
+                out.add(i)
+    return out
+
+
+def _super_arguments(code, local_names, at: Instr) -> list:
+    """Zero-argument ``super()`` reads the frame's ``__class__`` cell and first
+    local; a resume function has neither where CPython looks, so the call is
+    made explicit: ``super(__class__, <first argument>)``."""
+    if code.co_argcount == 0:
+        raise ResumeNotPossible("super() in a method without a first argument")
+    first = code.co_varnames[0]
+    loads = [Instr("LOAD_FAST", CELL_ARG.format("__class__"), location=at.location),
+             Instr("LOAD_ATTR", "cell_contents", location=at.location)]
+    if first in code.co_cellvars:
+        loads += [Instr("LOAD_FAST", CELL_ARG.format(first), location=at.location),
+                  Instr("LOAD_ATTR", "cell_contents", location=at.location)]
+    elif first in local_names:
+        loads.append(Instr("LOAD_FAST", first, location=at.location))
+    else:
+        raise ResumeNotPossible(f"super() after {first!r} is no longer bound")
+    return loads
 
 
 def _rewrite_cells(ins: Instr) -> list:

@@ -129,6 +129,14 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
+    from ..codegen.resume import ORIGIN
+    reserved = [n for n in code.co_varnames + code.co_cellvars + code.co_freevars if n.startswith("___")]
+    if reserved and code not in ORIGIN:
+        reason = (f"{fn.__qualname__} has a local named {reserved[0]!r}: names starting with '___' are "
+                  "reserved for armature's generated code")
+        if fullgraph:
+            raise Unsupported(reason)
+        return _fallback(fn, [], reason, 0.0)
     if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         reason = f"{fn.__qualname__} is a generator or coroutine function; calling it runs Python"
         if fullgraph:
@@ -170,6 +178,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
             alternative = getattr(e, "handling_origin", None)
             if index is not None and not is_breakable(frame, index) and alternative is not None:
                 index, from_callee = alternative
+            if getattr(e, "frame_introspection", False) and not from_callee:
+                index = None   # natively it would see the transformed function's frame
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
                 what = e.what

@@ -102,7 +102,8 @@ class Frame:
         try:
             return self.locals[name]
         except KeyError:
-            raise user_error(UnboundLocalError, f"local variable {name!r} referenced before assignment")
+            raise user_error(UnboundLocalError, f"cannot access local variable {name!r} where it is not "
+                                                "associated with a value")
 
     # --- iteration helpers used by handlers and builtins -----------------------------
     def iterate(self, v: Value) -> list[Value]:

@@ -5,8 +5,10 @@ known to be pure; otherwise it is Unsupported.
 """
 from __future__ import annotations
 
+import inspect as _inspect
 import math
 import operator
+import sys as _sys
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
@@ -134,10 +136,40 @@ RULES[str] = _format_rule(str)
 RULES[repr] = _format_rule(repr)
 
 
+class FrameIntrospection(Unsupported):
+    """A call that looks at the calling frame itself (``locals()``,
+    ``sys._getframe()``): run natively at a graph break it would see the
+    transformed function's frame, so the frame that makes it runs as
+    Python instead."""
+
+    frame_introspection = True
+
+
+def _introspection(what):
+    def handler(tx, *args, **kwargs):
+        raise FrameIntrospection(f"{what} looks at the frame itself")
+    return handler
+
+
+RULES[locals] = _introspection("locals()")
+RULES[_sys._getframe] = _introspection("sys._getframe()")
+RULES[_inspect.currentframe] = _introspection("inspect.currentframe()")
+RULES[_inspect.stack] = _introspection("inspect.stack()")
+
+
+@rule(dir)
+def _dir(tx, *args):
+    if not args:
+        raise FrameIntrospection("dir() without an argument looks at the frame itself")
+    return fold_call(dir, args, {})
+
+
 @rule(vars)
 def _vars(tx, *args):
+    if not args:
+        raise FrameIntrospection("vars() without an argument looks at the frame itself")
     if len(args) != 1:
-        raise Unsupported("vars() without an argument (the frame's locals)")
+        raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
     from .base import realize
     from .objects import ObjectValue
     obj = realize(tx.ctx, args[0])
@@ -501,7 +533,6 @@ RULES[_torch.finfo] = _torch_type_info(_torch.finfo)
 RULES[_torch.iinfo] = _torch_type_info(_torch.iinfo)
 
 
-import sys as _sys  # noqa: E402
 
 
 @rule(_sys.getrecursionlimit)
@@ -559,7 +590,6 @@ def _logger_is_enabled_for(tx, logger, level):
     return ConstantValue(value)
 
 
-import inspect as _inspect  # noqa: E402
 
 
 @rule(_inspect.signature)

@@ -421,7 +421,7 @@ class IteratorValue(Value):
 
     def reconstruct(self, out):
         from ..runtime import replay
-        if self.seq is not None and self.seq.source is not None:
+        if self.seq is not None:  # the list itself (one object with the frame's), so later appends are seen
             out.instr("PUSH_NULL")
             out.load_const(replay.list_iterator_at)
             out.reconstruct(self.seq)

@@ -10,6 +10,13 @@ from ..guards.sources import AttrSource, ClosureCellSource, ItemSource, Source
 from .base import Value
 
 
+def unbound_cell(name: str):
+    """CPython 3.11's error for reading an empty free variable (the handler
+    turns it into UnboundLocalError for the frame's own cell variables)."""
+    return user_error(NameError, f"cannot access free variable {name!r} where it is not associated with a value "
+                                 "in enclosing scope")
+
+
 class CellValue(Value):
     """A cell created while tracing (``MAKE_CELL``): its contents are a Value."""
 
@@ -21,7 +28,7 @@ class CellValue(Value):
 
     def get(self, tx, name: str) -> Value:
         if self.contents is CellValue.EMPTY:
-            raise user_error(NameError, f"free variable {name!r} referenced before assignment")
+            raise unbound_cell(name)
         return self.contents
 
     def set(self, tx, value: Value) -> None:
@@ -51,12 +58,12 @@ class RealCellValue(Value):
         from .builder import wrap
         if self.pending is not CellValue.EMPTY:
             if self.pending is None:
-                raise user_error(NameError, f"free variable {name!r} referenced before assignment")
+                raise unbound_cell(name)
             return self.pending
         try:
             contents = self.cell.cell_contents
         except ValueError:
-            raise user_error(NameError, f"free variable {name!r} referenced before assignment")
+            raise unbound_cell(name)
         return wrap(tx.ctx, contents, self.source)
 
     def set(self, tx, value: Value | None) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 
-from ...diagnostics.errors import Unsupported, user_error
+from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import global_source
 from ...values.base import NULL
@@ -173,7 +173,15 @@ def _cell(f, name):
 
 @opcode("LOAD_DEREF", "LOAD_CLASSDEREF")
 def load_deref(f, inst):
-    f.push(_cell(f, inst.argval).get(f, inst.argval))
+    name = inst.argval
+    try:
+        value = _cell(f, name).get(f, name)
+    except UserException as e:
+        if e.exc_type is NameError and name in f.code.co_cellvars:  # the frame's own cell variable
+            raise user_error(UnboundLocalError, f"cannot access local variable {name!r} where it is not "
+                                                "associated with a value") from None
+        raise
+    f.push(value)
 
 
 @opcode("STORE_DEREF")
