@@ -56,3 +56,16 @@ def test_distributed_queries_fold_with_a_guard():
     assert any("torch.distributed.is_initialized() == False" in g for g in labels), labels
     x = t(3)
     torch.testing.assert_close(armature.compile(distributed_aware, backend="eager")(x), distributed_aware(x))
+
+
+def class_truth(x, typ):
+    return x + 1, bool(typ and typ.__name__), not typ
+
+
+def test_truth_of_a_class_is_traced():
+    e = explain_fresh(class_truth, t(3), KeyError)
+    assert e.graph_count == 1 and not e.fallbacks and e.graph_break_count == 0, str(e)
+    x = t(3)
+    got = armature.compile(class_truth, backend="eager", fullgraph=True)(x, KeyError)
+    torch.testing.assert_close(got[0], x + 1)
+    assert got[1:] == (True, False)

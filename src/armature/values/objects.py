@@ -158,6 +158,12 @@ class ClassValue(Value):
             return raw
         return bind_attr(tx, raw, owner, name, None, self)
 
+    def truth(self, tx):
+        """A class is true unless its metaclass says otherwise (``__bool__``/``__len__``)."""
+        if any(n in k.__dict__ for k in type(self.cls).__mro__ for n in ("__bool__", "__len__")):
+            raise Unsupported(f"truth value of {self.cls.__qualname__}, whose metaclass defines __bool__/__len__")
+        return True
+
     def _meta_attr(self, tx, raw, name):
         """An attribute found on the metaclass, bound to this class."""
         from .builder import wrap
