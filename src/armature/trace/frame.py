@@ -154,18 +154,24 @@ class Frame:
                 self._annotate(e)
                 raise
 
+    def _materialize_exception(self, e: UserException) -> None:
+        """An exception raised by an operation (not a ``raise`` of a Value)
+        becomes an ExceptionValue where it is first seen: where it happened,
+        with the exception handled there as its __context__."""
+        if e.value is None:
+            from ..values.constant import ConstantValue
+            from ..values.exceptions import ExceptionValue
+            from .ops.with_ import handled_exception
+            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
+            e.value.raised(handled_exception(self))
+
     def _note_origin(self, e: UserException) -> None:
         """Where the root frame first met this exception: the raise (or the
         call it came out of).  If the exception escapes the frame after
         handlers ran in the trace (a ``with`` block's __exit__, an except
         body that re-raises), the graph break goes there, so that the real
         exception is raised natively and those handlers run for real."""
-        from ..values.constant import ConstantValue
-        from ..values.exceptions import ExceptionValue
-        if e.value is None:
-            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
-            from .ops.with_ import handled_exception
-            e.value.raised(handled_exception(self))
+        self._materialize_exception(e)
         if getattr(e.value, "root_origin", None) is None:
             e.value.root_origin = (self.ip - 1, len(e.user_stack) > 0)
 
@@ -216,16 +222,11 @@ class Frame:
     def _handle_exception(self, e: UserException) -> bool:
         """Route a modelled exception to this frame's handler, as CPython's
         exception table does.  False: not handled here."""
-        from ..values.exceptions import ExceptionValue
         from ..values.constant import ConstantValue
         inst = self.current
         if inst is None:
             return False
-        if e.value is None:  # raised by an operation: first seen where it happened
-            from .ops.with_ import handled_exception
-            e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
-            e.value.raised(handled_exception(self))
-            e.value.root_origin = None
+        self._materialize_exception(e)
         entry = handler_for(self.code, inst.offset)
         if entry is None:
             return False
