@@ -17,8 +17,8 @@ from bytecode import BinaryOp, Compare, Label, TryBegin, TryEnd
 
 from ..trace.frame import Frame, handler_for
 from ..values.base import NULL, Value
-from .emitter import Emitter
 from ..values.exceptions import ExcInfoSlot
+from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
 

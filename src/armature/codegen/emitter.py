@@ -127,10 +127,9 @@ def _has_identity(value: Value) -> bool:
     """Values whose reconstruction creates a new mutable object."""
     if value.source is not None:
         return False
-    from ..values.containers import DictValue, ListValue
-    from ..values.functions import CellValue, NestedFunctionValue
-    from ..values.containers import IteratorValue
+    from ..values.containers import DictValue, IteratorValue, ListValue
     from ..values.exceptions import ExceptionValue
+    from ..values.functions import CellValue, NestedFunctionValue
     from ..values.objects import ObjectValue
     from ..values.stdlib import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,

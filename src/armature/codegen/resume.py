@@ -87,8 +87,9 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     # Stack depths come from the original code (handler depths kept by
     # from_code), not from `bytecode`'s flow analysis: the prologue jumps
     # into the middle of try-blocks, so handlers (reached only by
-    # exceptions) would be analysed without their entry depth.  The prologue rebuilds the original's stack at the target, so
-    # the original's size bounds it (+1 for PUSH_EXC_INFO, +1 for a cell
+    # exceptions) would be analysed without their entry depth.  The
+    # prologue rebuilds the original's stack at the target, so the
+    # original's size bounds it (+1 for PUSH_EXC_INFO, +1 for a cell
     # rewritten into LOAD_FAST + LOAD/STORE_ATTR).
     new_code = out.to_code(stacksize=code.co_stacksize + 2, compute_exception_stack_depths=False)
     # Map the new code's offsets back to the original's, so that a break in

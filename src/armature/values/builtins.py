@@ -535,18 +535,9 @@ RULES[_torch.iinfo] = _torch_type_info(_torch.iinfo)
 
 
 
-@rule(_sys.getrecursionlimit)
-def _getrecursionlimit(tx):
-    from ..guards.guard import Guard, Kind
-    limit = _sys.getrecursionlimit()
-    tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___f() == ___v",
-                            consts={"___f": _sys.getrecursionlimit, "___v": limit},
-                            label=f"sys.getrecursionlimit() == {limit}"))
-    return ConstantValue(limit)
-
-
 def _state_query(fn, label: str):
-    """A no-argument query of process state (``torch.distributed.is_initialized()``):
+    """A no-argument query of process state (``torch.distributed.is_initialized()``,
+    ``sys.getrecursionlimit()``):
     evaluated while tracing and guarded by calling it again, so the answer is
     a constant in the graph and a change (a process group created later)
     recompiles."""
@@ -560,6 +551,8 @@ def _state_query(fn, label: str):
         return ConstantValue(value)
     return handler
 
+
+RULES[_sys.getrecursionlimit] = _state_query(_sys.getrecursionlimit, "sys.getrecursionlimit()")
 
 import torch.distributed as _dist  # noqa: E402
 

@@ -245,7 +245,7 @@ class DictValue(Value):
         return [ConstantValue(k) for k in self.items]
 
     def get_iter(self, tx):
-        return DictKeyIterator(self)
+        return DictViewIterator(DictViewValue(self, "keys"), tx)
 
     def is_python_constant(self):
         return all(v.is_python_constant() for v in self.items.values())
@@ -333,7 +333,7 @@ class DictValue(Value):
         if name == "__len__":
             return ConstantValue(len(items))
         if name == "__iter__":
-            return DictKeyIterator(self)
+            return DictViewIterator(DictViewValue(self, "keys"), tx)
         if name == "move_to_end":
             k = _key(args[0])
             last = kwargs.get("last", args[1] if len(args) > 1 else ConstantValue(True)).as_python_constant()
@@ -634,30 +634,6 @@ class LazyListValue(ListValue):
             self.appended.extend(new)
             return ConstantValue(None)
         return super().method(tx, name, args, kwargs)
-
-
-class DictKeyIterator(IteratorValue):
-    """Iterating a dict: like CPython, changing its size meanwhile is an error."""
-
-    def __init__(self, d: DictValue):
-        super().__init__([ConstantValue(k) for k in d.items])
-        self.d = d
-        self.size = len(d.items)
-
-    def next(self, tx):
-        if len(self.d.items) != self.size:
-            raise user_error(RuntimeError, "dictionary changed size during iteration")
-        return super().next(tx)
-
-    def reconstruct(self, out):
-        # keeps the size check: the dict is rebuilt with its final items
-        from ..runtime import replay
-        out.instr("PUSH_NULL")
-        out.load_const(replay.DictKeyIter)
-        out.reconstruct(self.d)
-        out.load_const(tuple(k.as_python_constant() for k in self.items[self.index:]))
-        out.load_const(self.size)
-        out.call(3)
 
 
 class DictViewValue(Value):
