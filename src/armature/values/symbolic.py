@@ -275,13 +275,10 @@ class SymbolicNumberValue(Value):
         base = _INPLACE.get(op, op)
         if base not in _BINOPS:
             return None
-        if isinstance(other, SymbolicNumberValue):
-            o_expr, o_ex = other.source, other.example
-        elif isinstance(other, ConstantValue) and type(other.value) in (int, float) and \
-                type(other.value) is not bool:
-            o_expr, o_ex = other.value, other.value
-        else:
+        operand = _number_operand(other)
+        if operand is None:
             return None
+        o_expr, o_ex = operand
         left, right = (o_expr, self.source) if reflected else (self.source, o_expr)
         lx, rx = (o_ex, self.example) if reflected else (self.example, o_ex)
         try:
