@@ -635,6 +635,67 @@ def test_inlined_function_defaults_changed():
     assert n_entries(cf) == 2
 
 
+def test_function_attribute_added_later():
+    # getattr(fn, name, default) on a function without the attribute: guarded absent
+    def helper(x):
+        return x
+
+    def f(x):
+        return helper(x) * getattr(helper, "scale", 2)
+
+    cf = compiled(f)
+    x = rand(3)
+    run(cf, f, x)
+    run(cf, f, x)
+    assert n_entries(cf) == 1
+    helper.scale = 5
+    run(cf, f, x)
+    assert n_entries(cf) == 2
+    helper.scale = 7
+    run(cf, f, x)
+    assert n_entries(cf) == 3
+
+
+def test_function_name_changed():
+    def helper(x):
+        return x
+
+    def f(x):
+        return x + len(helper.__name__)
+
+    cf = compiled(f)
+    x = rand(3)
+    run(cf, f, x)
+    run(cf, f, x)
+    assert n_entries(cf) == 1
+    helper.__name__ = "a_longer_name"
+    run(cf, f, x)
+    assert n_entries(cf) == 2
+
+
+def test_staticmethod_function_attribute_changed():
+    # a function reached through a class dict (no source of its own): its
+    # attributes are guarded on the function object itself
+    class A:
+        @staticmethod
+        def helper(x):
+            return x
+
+    A.helper.scale = 2
+
+    def f(x):
+        return A.helper(x) * A.helper.scale
+
+    cf = compiled(f)
+    x = rand(3)
+    run(cf, f, x)
+    run(cf, f, x)
+    assert n_entries(cf) == 1
+    A.helper.scale = 3
+    run(cf, f, x)
+    assert n_entries(cf) == 2
+
+
 def test_kwargs_keys():
     def f(x, **kw):
         return x * kw.get("scale", 1) + kw.get("shift", 0)

@@ -6,6 +6,7 @@ only, positional-only, *args/**kwargs) including the TypeErrors eager raises.
 """
 
 import functools
+import types
 
 import pytest
 import torch
@@ -570,6 +571,121 @@ def bind_nested_unexpected_keyword(x):
 
 
 # --------------------------------------------------------------------------
+# attributes every function has (function.__getattribute__)
+# --------------------------------------------------------------------------
+
+
+def tagged_helper(v):
+    """doc of tagged_helper"""
+    return v * 2
+
+
+tagged_helper.tag = 3
+
+
+class WithMethods:
+    def method(self, v):
+        return v + 1
+
+    method.tag = 4
+
+    @staticmethod
+    def static(v):
+        return v - 1
+
+
+def log_api_usage(obj):
+    # torchvision.utils._log_api_usage_once, called in forward (Swin's stochastic depth)
+    module = obj.__module__
+    name = obj.__class__.__name__
+    if isinstance(obj, types.FunctionType):
+        name = obj.__name__
+    return f"{module}.{name}"
+
+
+def function_class_attr(x):
+    return x + 1, tagged_helper.__class__ is types.FunctionType, tagged_helper.__class__.__name__
+
+
+def function_api_usage_name(x):
+    return x * 2, log_api_usage(tagged_helper), log_api_usage(WithMethods.static)
+
+
+def function_generic_attrs(x):
+    f = tagged_helper
+    return (f(x), f.__module__, f.__qualname__, f.__doc__, f.__dict__["tag"], f.tag,
+            f.__code__.co_name, f.__defaults__, f.__kwdefaults__)
+
+
+def function_missing_attr(x):
+    return x + getattr(tagged_helper, "missing", 5), hasattr(tagged_helper, "other")
+
+
+def function_has_method_attr(x):
+    # `__call__`, `__get__` exist on every function: never an AttributeError
+    return x + 1 if hasattr(tagged_helper, "__call__") and hasattr(tagged_helper, "__get__") else x - 1
+
+
+def function_closure_attr(x):
+    k = 3
+
+    def inner(v):
+        return v * k
+
+    return inner(x), inner.__closure__[0].cell_contents, len(apply_twice.__closure__ or ())
+
+
+def _make_apply_twice():
+    n = 2
+
+    def apply_twice(v):
+        return v * n
+
+    return apply_twice
+
+
+apply_twice = _make_apply_twice()
+
+
+def empty_cell_contents(x):
+    def inner():
+        return later
+
+    try:
+        inner.__closure__[0].cell_contents
+        found = True
+    except ValueError as e:
+        found = str(e)
+    later = 1
+    return x + inner(), found, inner.__closure__[0].cell_contents
+
+
+def module_function_closure_attr(x):
+    return apply_twice(x), apply_twice.__closure__[0].cell_contents
+
+
+def nested_function_attrs(x):
+    def inner(v, w=2):
+        """inner doc"""
+        return v * w
+
+    lam = lambda v: v  # noqa: E731
+    return (inner(x), inner.__class__ is types.FunctionType, inner.__module__, inner.__doc__,
+            inner.__qualname__, lam.__doc__, lam.__name__, hasattr(inner, "missing"),
+            getattr(inner, "missing", 7))
+
+
+def bound_method_attrs(x):
+    m = WithMethods().method
+    return (m(x), m.__class__ is types.MethodType, m.__name__, m.__module__, m.tag,
+            getattr(m, "missing", 6), m.__func__ is WithMethods.method, m.__doc__)
+
+
+def static_function_attrs(x):
+    return WithMethods.static(x), WithMethods.static.__name__, WithMethods.static.__class__.__name__
+
+
+# --------------------------------------------------------------------------
 # case table
 # --------------------------------------------------------------------------
 
@@ -628,6 +744,18 @@ CASES = [
     case(call_plain_decorated, X),
     case(decorator_defined_in_frame, X),
     case(wraps_in_frame_call, X, marks=FN_ATTRS),
+    # attributes of functions and bound methods
+    case(function_class_attr, X),
+    case(function_api_usage_name, X),
+    case(function_generic_attrs, X),
+    case(function_missing_attr, X),
+    case(function_has_method_attr, X),
+    case(function_closure_attr, X),
+    case(module_function_closure_attr, X),
+    case(empty_cell_contents, X),
+    case(nested_function_attrs, X),
+    case(bound_method_attrs, X),
+    case(static_function_attrs, X),
     # binding
     case(bind_pos_only, X),
     case(bind_kw_only, X),

@@ -1053,7 +1053,7 @@ CASES = [
     case(make_function_closure, X),
     case(make_function_lambdas_default_capture, X),
     case(make_function_lambdas_late_binding, X),
-    case(make_function_attributes, X, marks=xfail("__name__/__defaults__/__kwdefaults__/__code__ of a nested function are Unsupported")),
+    case(make_function_attributes, X),
     case(make_function_mutable_default, X),
     case(make_function_varargs_defaults, X),
     # cells

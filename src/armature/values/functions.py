@@ -5,9 +5,22 @@ import inspect
 import types
 from typing import Any
 
-from ..diagnostics.errors import Unsupported, user_error
-from ..guards.sources import AttrSource, ClosureCellSource, ItemSource, Source
+from ..diagnostics.errors import Unsupported, UserException, user_error
+from ..guards.guard import Guard, Kind
+from ..guards.sources import AttrSource, ClosureCellSource, ItemSource, Source, constant_source
 from .base import Value
+from .constant import ConstantValue
+
+#: the data descriptors of the function type (``__name__``, ``__code__``,
+#: ``__dict__``...): found before the instance ``__dict__``
+_FUNCTION_DATA_ATTRS = frozenset(name for name, raw in vars(types.FunctionType).items()
+                                 if type(raw).__name__ in ("getset_descriptor", "member_descriptor"))
+
+
+def _type_has(tp: type, name: str) -> bool:
+    """``name`` is an attribute of ``tp``'s instances found on the type (its
+    MRO's dicts; not the metaclass's, as ``hasattr(tp, name)`` would say)."""
+    return any(name in vars(klass) for klass in tp.__mro__)
 
 
 def unbound_cell(name: str):
@@ -33,6 +46,13 @@ class CellValue(Value):
 
     def set(self, tx, value: Value) -> None:
         self.contents = value
+
+    def getattr(self, tx, name):
+        if name == "cell_contents":
+            if self.contents is CellValue.EMPTY:
+                raise user_error(ValueError, "Cell is empty")
+            return self.contents
+        raise Unsupported(f"attribute {name!r} of a cell")
 
     def reconstruct(self, out):
         from ..runtime import replay
@@ -74,7 +94,12 @@ class RealCellValue(Value):
 
     def getattr(self, tx, name):
         if name == "cell_contents":
-            return self.get(tx, "cell_contents")
+            try:
+                return self.get(tx, "cell_contents")
+            except UserException as e:
+                if issubclass(e.exc_type, NameError):
+                    raise user_error(ValueError, "Cell is empty")
+                raise
         raise Unsupported(f"attribute {name!r} of a cell")
 
     def setattr(self, tx, name, value):
@@ -119,6 +144,11 @@ class _Function(Value):
     def call(self, tx, args, kwargs):
         from ..trace.inline import inline_function
         return inline_function(tx, self, args, kwargs)
+
+    def has_attr(self, tx, name):
+        # attributes of the function type (__call__, __get__, __code__...)
+        # exist on every function, whatever their values
+        return _type_has(types.FunctionType, name) or super().has_attr(tx, name)
 
     def bind(self, args: list[Value], kwargs: dict[str, Value], ctx=None) -> dict[str, Value]:
         defaults, kwdefaults = self.defaults(ctx)
@@ -196,35 +226,44 @@ class UserFunctionValue(_Function):
         return ([_wrap_default(v, src and ItemSource(AttrSource(src, "__defaults__"), i), ctx) for i, v in enumerate(d)],
                 {k: _wrap_default(v, src and ItemSource(AttrSource(src, "__kwdefaults__"), k), ctx) for k, v in kd.items()})
 
-    _FUNCTION_ATTRS = ("__name__", "__qualname__", "__module__", "__doc__")
-
     def getattr(self, tx, name):
+        """``function.__getattribute__``: the function type's data
+        descriptors (``__name__``, ``__code__``, ``__dict__``...), then the
+        instance ``__dict__`` (``__wrapped__``, user attributes).  Every
+        read is of the real function, guarded on its source (a function read
+        from a class dict has none: it is then loaded as a constant); an
+        attribute it lacks is an AttributeError, guarded absent."""
         from .builder import wrap
-        if name in self._FUNCTION_ATTRS:
-            return wrap(tx.ctx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
-        if name in ("__wrapped__", "__defaults__", "__kwdefaults__", "__code__", "__globals__") or \
-                name in getattr(self.fn, "__dict__", {}):
-            if self.source is None:
-                raise Unsupported(f"attribute {name!r} of a function without a source")
-            try:
-                return wrap(tx.ctx, getattr(self.fn, name), AttrSource(self.source, name))
-            except AttributeError:
-                raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
+        fn = self.fn
+        if name == "__class__":  # cannot be assigned on a function: nothing to guard
+            return wrap(tx.ctx, type(fn), None)
+        src = self.source if self.source is not None else constant_source(fn, fn.__qualname__)
+        if name == "__closure__":  # the one Value per cell that calls use, too
+            if fn.__closure__ is None:
+                return ConstantValue(None)
+            from .containers import TupleValue
+            return TupleValue(list(self.closure_cells(tx.ctx, src)))
+        if name in _FUNCTION_DATA_ATTRS or name in fn.__dict__:
+            return wrap(tx.ctx, getattr(fn, name), AttrSource(src, name))
+        if _type_has(type(fn), name):  # a method of every function (__get__, __call__, __repr__...)
+            raise Unsupported(f"the method {name!r} of a function")
+        tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, src, name))
         raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
 
-    def closure_cells(self, ctx=None):
+    def closure_cells(self, ctx=None, source=None):
         """The function's cells, one Value per real cell for the whole trace
         (so a write through one closure is seen through every other)."""
         cells = self.fn.__closure__ or ()
         out = []
+        source = source or self.source
         for i, cell in enumerate(cells):
-            if self.source is None:
+            if source is None:
                 raise Unsupported(f"closure of {self.code.co_qualname} without a source")
             cached = ctx.value_cache.get(id(cell)) if ctx is not None else None
             if cached is not None and cached[0] is cell:
                 out.append(cached[1])
                 continue
-            v = RealCellValue(cell, AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents"))
+            v = RealCellValue(cell, AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents"))
             if ctx is not None:
                 ctx.value_cache[id(cell)] = (cell, v)
             out.append(v)
@@ -256,6 +295,37 @@ class NestedFunctionValue(_Function):
 
     def closure_cells(self, ctx=None):
         return self.closure
+
+    def getattr(self, tx, name):
+        """What ``MAKE_FUNCTION`` gave the new function.  Its ``__dict__``
+        starts empty and stores to it are not modelled (a graph break), so
+        an attribute it lacks is an AttributeError."""
+        from .builder import wrap
+        from .containers import TupleValue
+        code = self.code
+        if name == "__class__":
+            return wrap(tx.ctx, types.FunctionType, None)
+        if name in ("__name__", "__qualname__"):
+            return ConstantValue(code.co_name if name == "__name__" else code.co_qualname)
+        if name == "__module__":
+            module = self.f_globals.get("__name__")
+            if type(module) is not str:
+                raise Unsupported("__module__ of a function made in a compiled frame whose globals have no __name__")
+            return ConstantValue(module)
+        if name == "__doc__":  # CPython: the first constant, if it is a string
+            doc = code.co_consts[0] if code.co_consts else None
+            return ConstantValue(doc if isinstance(doc, str) else None)
+        if name == "__code__":
+            return ConstantValue(code)
+        if name == "__defaults__":
+            return self._defaults if self._defaults is not None else ConstantValue(None)
+        if name == "__kwdefaults__":
+            return self._kwdefaults if self._kwdefaults is not None else ConstantValue(None)
+        if name == "__closure__":
+            return TupleValue(list(self.closure)) if self.closure else ConstantValue(None)
+        if _type_has(types.FunctionType, name):
+            raise Unsupported(f"attribute {name!r} of a function made in a compiled frame")
+        raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
 
     def reconstruct(self, out):
         from ..runtime import replay
@@ -292,13 +362,24 @@ class BoundMethodValue(Value):
         return types.MethodType
 
     def getattr(self, tx, name):
+        """``method.__getattribute__``: ``__func__``, ``__self__``, the
+        method type's own attributes, then everything else read from
+        ``__func__``."""
         if name == "__func__":
             return self.func
         if name == "__self__":
             return self.obj
-        if name in ("__name__", "__qualname__", "__doc__", "__module__", "__wrapped__"):
+        if name == "__class__":
+            from .builder import wrap
+            return wrap(tx.ctx, types.MethodType, None)
+        if name != "__doc__" and _type_has(types.MethodType, name):
+            raise Unsupported(f"the method {name!r} of a bound method")
+        try:
             return self.func.getattr(tx, name)
-        raise user_error(AttributeError, f"'method' object has no attribute {name!r}")
+        except UserException as e:
+            if issubclass(e.exc_type, AttributeError):
+                raise user_error(AttributeError, f"'method' object has no attribute {name!r}")
+            raise
 
     def call(self, tx, args, kwargs):
         return self.func.call(tx, [self.obj, *args], kwargs)
