@@ -360,6 +360,67 @@ class ModuleValue(Value):
         return f"<module {type(self.mod).__name__}{' ' + str(self.source) if self.source else ''}>"
 
 
+def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
+    """``nn.ReLU()`` inside the frame (DistilBERT's classification head calls
+    ``nn.ReLU()(pooled_output)`` in forward).
+
+    Supported for torch.nn's own classes built from constants into a module
+    without parameters or buffers: their constructors are deterministic and
+    touch nothing outside the new object (no RNG, no global state), so the
+    module is built for real while tracing and read like any module (its
+    forward inlined); if it escapes the frame (returned, stored), the residual
+    code builds a fresh one with the same arguments, as eager does on every
+    call.  Writes to its attributes are not modelled (a graph break)."""
+    from .base import concrete
+    cls = cls_value.cls
+    what = f"creating the module {cls.__qualname__} inside a compiled function"
+    hint = "create modules outside and pass them in"
+    if type(cls) is not type or not cls.__module__.startswith("torch.nn."):
+        raise Unsupported(what, hint=hint + " (modules created in the frame: torch.nn's own classes only)")
+    args = [concrete(tx, a) for a in args]
+    kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
+    if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
+        raise Unsupported(f"{what} from values not known while tracing", hint=hint)
+    try:
+        mod = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except Exception as e:  # noqa: BLE001  (eager raises it: the break runs the call natively)
+        raise Unsupported(f"{what}: {type(e).__name__}: {e}")
+    if next(mod.parameters(), None) is not None or next(mod.buffers(), None) is not None:
+        raise Unsupported(f"{what} (it has parameters or buffers)", hint=hint)
+    return NewModuleValue(mod, cls_value, args, kwargs)
+
+
+def _construct(cls, args, kwargs):
+    return cls(*args, **kwargs)
+
+
+class NewModuleValue(ModuleValue):
+    """A torch.nn module without parameters or buffers created in the frame
+    (:func:`construct_module`).  ``mod`` is the instance built while tracing,
+    private to the trace; residual code that needs the object builds a new
+    one from the same class and arguments."""
+
+    def __init__(self, mod, cls_value, args, kwargs):
+        super().__init__(mod, None)
+        self.cls_value, self.args, self.kwargs = cls_value, args, kwargs
+
+    def reconstruct(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(_construct)
+        out.reconstruct(self.cls_value)
+        for a in self.args:
+            out.reconstruct(a)
+        out.instr("BUILD_TUPLE", len(self.args))
+        for k, v in self.kwargs.items():
+            out.load_const(k)
+            out.reconstruct(v)
+        out.instr("BUILD_MAP", len(self.kwargs))
+        out.call(3)
+
+    def __repr__(self):
+        return f"<new module {type(self.mod).__name__}>"
+
+
 class ModuleSliceValue(Value):
     """``seq[a:b]`` of a Sequential/ModuleList: eager makes a new container
     of the same modules; here it is that list of modules (calling a

@@ -205,8 +205,8 @@ class ClassValue(Value):
             return fold_call(cls, args, kwargs)
         import torch
         if issubclass(cls, torch.nn.Module):
-            raise Unsupported(f"creating the module {cls.__qualname__} inside a compiled function",
-                              hint="create modules outside and pass them in")
+            from .modules import construct_module
+            return construct_module(tx, self, args, kwargs)
         return instantiate(tx, self, args, kwargs)
 
     def __repr__(self):
