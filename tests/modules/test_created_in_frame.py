@@ -97,6 +97,17 @@ def test_module_created_in_forward(make, backend):
     assert_same(make(), X, backend=backend, graphs=1)
 
 
+def test_escaping_module_is_new_per_call_and_one_object():
+    compiled = compile_fn(module_escapes, backend="eager", fullgraph=True)
+    first = compiled(X)
+    second = compiled(X)
+    for out in (first, second):
+        torch.testing.assert_close(out[0], torch.tanh(X))
+        assert type(out[1]) is nn.Tanh and out[1] is out[2]
+        assert out[1].training
+    assert first[1] is not second[1]
+
+
 def test_module_stored_on_self_is_registered():
     eager, model = StoresActivation(), StoresActivation()
     compiled = compile_fn(model, backend="eager", fullgraph=True)

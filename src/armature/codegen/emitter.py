@@ -130,7 +130,8 @@ def _has_identity(value: Value) -> bool:
     from ..values.containers import DictValue, IteratorValue, ListValue
     from ..values.exceptions import ExceptionValue
     from ..values.functions import CellValue, NestedFunctionValue
+    from ..values.modules import NewModuleValue
     from ..values.objects import ObjectValue
     from ..values.stdlib import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
-                              IteratorValue, LazyIterator))
+                              IteratorValue, LazyIterator, NewModuleValue))
