@@ -5,14 +5,30 @@ themselves (pytest.importorskip).
 
 Nothing here may reach the network: models are built from configs with
 random weights, and the hub is switched off before transformers is imported.
+
+The suite runs against two library sets (`./dev models --libs current|old|all`,
+libsets.py); torchvision is imported here, through libsets.import_torchvision,
+before any test module imports it: in the old set its compiled ops do not load
+and its pure-Python model code is imported without
+torchvision._meta_registrations.
 """
 import os
+import sys
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, os.path.dirname(__file__))
+import libsets  # noqa: E402
+
+libsets.import_torchvision()
+
+
+def pytest_report_header(config):
+    return f"library set: {libsets.describe()}"
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,0 +1,63 @@
+"""The library sets the real-model suite runs against (`./dev models --libs`).
+
+* current: torch 2.14.1, torchvision 0.29.1, transformers 5.23.0, timm 1.0.31
+  (.venv-models);
+* old: torch 2.13.0 (CPU), torchvision 0.28.0, transformers 4.57.6,
+  timm 1.0.29 (.venv-models-old).
+
+The old set's torchvision wheel (PyPI) is built for the CUDA torch 2.13.0: its
+compiled ops (``torchvision::nms`` and friends) do not load next to the CPU
+torch, and ``import torchvision`` fails in ``torchvision._meta_registrations``,
+which registers meta kernels for those ops.  The models under test are pure
+Python (no torchvision.ops kernels), so :func:`import_torchvision` imports
+torchvision with that one module replaced by an empty one.  Only this process
+is affected; site-packages is not touched.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+
+def import_torchvision():
+    """Import torchvision; without its meta registrations where its ops cannot load.
+
+    Returns the module, or None when torchvision is not installed.  Sets
+    ``torchvision_ops_stubbed`` to True when the stub was needed.
+    """
+    global torchvision_ops_stubbed
+    try:
+        import torchvision
+        return torchvision
+    except ModuleNotFoundError as exc:
+        if exc.name == "torchvision":
+            return None
+        raise
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc) or "does not exist" not in str(exc):
+            raise
+    # the failed import left a partial package behind: start again without
+    # the module that registers meta kernels for the missing operators.
+    for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+        del sys.modules[name]
+    sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
+    import torchvision
+    torchvision_ops_stubbed = True
+    return torchvision
+
+
+torchvision_ops_stubbed = False
+
+
+def describe() -> str:
+    """One line naming the library versions of this process."""
+    import importlib.metadata as md
+    parts = []
+    for dist in ("torch", "torchvision", "transformers", "timm"):
+        try:
+            parts.append(f"{dist} {md.version(dist)}")
+        except md.PackageNotFoundError:
+            parts.append(f"{dist} -")
+    if torchvision_ops_stubbed:
+        parts.append("(torchvision without _meta_registrations)")
+    return ", ".join(parts)
