@@ -17,18 +17,21 @@ import time
 import types
 from dataclasses import dataclass
 
+import torch
+
 from .. import config as config_mod
 from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
 from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
-from ..diagnostics.errors import ArmatureError, Unsupported, UserException, UserLocation
+from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, UserException, UserLocation,
+                                 strict_internal_errors)
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion
-from ..trace.context import TraceContext
+from ..trace.context import TraceContext, torch_function_mode_guard
 from ..trace.frame import Frame
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
@@ -142,6 +145,13 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
+    modes = torch._C._len_torch_function_stack()
+    if modes:
+        reason = (f"{fn.__qualname__} was called with a TorchFunctionMode active; torch function modes "
+                  "are not modelled yet, so calls under a mode run as Python")
+        if fullgraph:
+            raise Unsupported(reason, hint="call the compiled function outside the `with mode:` block")
+        return _fallback(fn, [torch_function_mode_guard(modes)], reason, 0.0)
     global _MODULE_CALL_CODE
     if _MODULE_CALL_CODE is None:
         _MODULE_CALL_CODE = _module_call_code()
