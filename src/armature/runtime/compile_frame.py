@@ -117,7 +117,26 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     """Trace and compile one call; None when the call is to run as the
     original code without caching anything: the arguments do not bind
     (eager's TypeError), or with fullgraph the program raises an exception
-    the trace does not catch (eager's exception)."""
+    the trace does not catch (eager's exception).
+
+    An error of armature's own (in tracing, code generation, guard building)
+    never reaches the user: the code runs as Python from then on, logged
+    under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
+    naming it; the test suite's strict switch lets it propagate."""
+    try:
+        return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources)
+    except (Unsupported, BackendCompilerFailed, InternalError):
+        raise
+    except Exception as e:
+        what = f"{type(e).__name__} while compiling {fn.__qualname__}: {e}"
+        if strict_internal_errors():
+            raise InternalError(what) from e
+        if fullgraph:
+            raise Unsupported(f"internal error: {what}", hint="this is a bug in armature, not in your code") from e
+        return _fallback(fn, [], f"internal error: {what}", 0.0)
+
+
+def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources) -> CacheEntry | None:
     if not _binds(fn, args, kwargs):
         return None
     if not pyversion.is_supported():
@@ -176,6 +195,10 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
             finally:
                 ctx.restore_global_state()
         except Unsupported as e:
+            if getattr(e, "internal", False):  # armature's own error: never a break reason
+                if fullgraph:
+                    raise
+                return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
             if fullgraph:
                 if isinstance(e, UserException):
                     # the program itself raises here (an uncaught `raise`, a
