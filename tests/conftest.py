@@ -7,7 +7,11 @@ standing in for armature.compile (see tests/helpers.py).
 import os
 import sys
 
-import pytest
+# Errors of armature's own machinery fail the test instead of quietly
+# running the frame as Python (see armature.diagnostics.errors.InternalError).
+os.environ.setdefault("ARMATURE_STRICT_INTERNAL_ERRORS", "1")
+
+import pytest  # noqa: E402
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))

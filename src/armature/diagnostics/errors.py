@@ -8,6 +8,7 @@ location of the instruction it was executing as the error travels out.
 from __future__ import annotations
 
 import linecache
+import os
 from dataclasses import dataclass
 
 
@@ -86,4 +87,29 @@ def user_error(exc_type: type, *args) -> UserException:
 
 
 class InternalError(ArmatureError):
-    """A bug in armature itself (never the user's fault)."""
+    """A bug in armature itself (never the user's fault).
+
+    Users never see it: the frame runs as Python instead (logged under
+    ``ARMATURE_LOGS=fallbacks``; with ``fullgraph=True`` an
+    :class:`Unsupported` names it).  The test suite sets
+    ``ARMATURE_STRICT_INTERNAL_ERRORS=1`` so that it propagates and fails the
+    test: an internal error is a bug to fix, not a break reason."""
+
+
+def strict_internal_errors() -> bool:
+    """The test-only switch: internal errors propagate instead of falling back."""
+    return os.environ.get("ARMATURE_STRICT_INTERNAL_ERRORS") == "1"
+
+
+def internal_error(what: str) -> ArmatureError:
+    """An error of armature's own machinery found while tracing: an
+    :class:`InternalError` under the strict switch, else an
+    :class:`Unsupported` marked ``internal`` (the frame runs as Python, it is
+    never a graph break)."""
+    if strict_internal_errors():
+        return InternalError(what)
+    err = Unsupported(f"internal error: {what}",
+                      hint="this is a bug in armature, not in your code; the frame runs as Python. "
+                           "Please report it with ARMATURE_LOGS=fallbacks output")
+    err.internal = True
+    return err

@@ -30,7 +30,7 @@ class GraphInput:
 
 class OutputGraph:
     def __init__(self):
-        self.shape_env = ShapeEnv()
+        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []

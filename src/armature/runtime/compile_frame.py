@@ -17,18 +17,21 @@ import time
 import types
 from dataclasses import dataclass
 
+import torch
+
 from .. import config as config_mod
 from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
 from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
-from ..diagnostics.errors import ArmatureError, Unsupported, UserException, UserLocation
+from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, UserException, UserLocation,
+                                 strict_internal_errors)
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion
-from ..trace.context import TraceContext
+from ..trace.context import TraceContext, torch_function_mode_guard
 from ..trace.frame import Frame
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
@@ -114,7 +117,26 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     """Trace and compile one call; None when the call is to run as the
     original code without caching anything: the arguments do not bind
     (eager's TypeError), or with fullgraph the program raises an exception
-    the trace does not catch (eager's exception)."""
+    the trace does not catch (eager's exception).
+
+    An error of armature's own (in tracing, code generation, guard building)
+    never reaches the user: the code runs as Python from then on, logged
+    under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
+    naming it; the test suite's strict switch lets it propagate."""
+    try:
+        return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources)
+    except (Unsupported, BackendCompilerFailed, InternalError):
+        raise
+    except Exception as e:
+        what = f"{type(e).__name__} while compiling {fn.__qualname__}: {e}"
+        if strict_internal_errors():
+            raise InternalError(what) from e
+        if fullgraph:
+            raise Unsupported(f"internal error: {what}", hint="this is a bug in armature, not in your code") from e
+        return _fallback(fn, [], f"internal error: {what}", 0.0)
+
+
+def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources) -> CacheEntry | None:
     if not _binds(fn, args, kwargs):
         return None
     if not pyversion.is_supported():
@@ -142,6 +164,13 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
+    modes = torch._C._len_torch_function_stack()
+    if modes:
+        reason = (f"{fn.__qualname__} was called with a TorchFunctionMode active; torch function modes "
+                  "are not modelled yet, so calls under a mode run as Python")
+        if fullgraph:
+            raise Unsupported(reason, hint="call the compiled function outside the `with mode:` block")
+        return _fallback(fn, [torch_function_mode_guard(modes)], reason, 0.0)
     global _MODULE_CALL_CODE
     if _MODULE_CALL_CODE is None:
         _MODULE_CALL_CODE = _module_call_code()
@@ -166,6 +195,10 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
             finally:
                 ctx.restore_global_state()
         except Unsupported as e:
+            if getattr(e, "internal", False):  # armature's own error: never a break reason
+                if fullgraph:
+                    raise
+                return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
             if fullgraph:
                 if isinstance(e, UserException):
                     # the program itself raises here (an uncaught `raise`, a

@@ -28,6 +28,17 @@ class GuardSet:
         return list(self._by_key.values())
 
 
+def torch_function_mode_guard(depth: int) -> Guard:
+    """The number of active ``TorchFunctionMode``s (``with mode:``, also
+    ``with torch.device(...)``).  Traces are made with none active: torch
+    functions inside a mode dispatch to its ``__torch_function__``, which the
+    graph would bypass; a call under a mode runs as Python until modes are
+    modelled."""
+    return Guard(Kind.GLOBAL_STATE, None, text=f"___tf_mode_depth() == {depth}",
+                 consts={"___tf_mode_depth": torch._C._len_torch_function_stack},
+                 label=f"{depth} torch function modes are active")
+
+
 class TraceContext:
     def __init__(self, fn: types.FunctionType, config: Config):
         from ..graph.output_graph import OutputGraph
@@ -48,6 +59,7 @@ class TraceContext:
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
                               consts={"___is_grad_enabled": torch.is_grad_enabled},
                               label=f"grad mode is {'enabled' if self.grad_enabled else 'disabled'}"))
+        self.guards.add(torch_function_mode_guard(0))
         dd = torch.get_default_dtype()
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
                               consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},

@@ -10,7 +10,8 @@ import dis
 import functools
 import types
 
-from ..diagnostics.errors import InternalError, Unsupported, UserException, UserLocation, user_error
+from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, internal_error,
+                                  user_error)
 from ..values.base import LazyValue, Value
 from . import pyversion
 from .context import TraceContext
@@ -214,9 +215,7 @@ class Frame:
             raise
         except Exception as e:
             name = inst.opname if inst is not None else "?"
-            err = Unsupported(f"internal error while tracing {name}: {type(e).__name__}: {e}")
-            err.__cause__ = e
-            raise err
+            raise internal_error(f"{type(e).__name__} while tracing {name}: {e}") from e
         return self.return_value
 
     def _handle_exception(self, e: UserException) -> bool:

@@ -41,7 +41,7 @@ class Value:
         """``hasattr``: getattr, with a modelled AttributeError meaning False."""
         from ..diagnostics.errors import UserException
         try:
-            self.getattr(tx, name)
+            get_attribute(tx, self, name)
             return True
         except UserException as e:
             if issubclass(e.exc_type, AttributeError):
@@ -132,6 +132,50 @@ def concrete(tx, v: Value) -> Value:
     v = realize(tx.ctx, v)
     from .symbolic import SymbolicNumberValue
     return v.specialize(tx) if isinstance(v, SymbolicNumberValue) else v
+
+
+def get_attribute(tx, v: Value, name: str) -> Value:
+    """``v.name`` as the trace models it.  A modelled AttributeError for an
+    attribute the real object has (a function's ``__class__``) is a gap in
+    armature's object model: raising it would send the program down its
+    ``except AttributeError`` path, so it is an internal error instead."""
+    from ..diagnostics.errors import UserException, internal_error
+    try:
+        return v.getattr(tx, name)
+    except UserException as e:
+        if issubclass(e.exc_type, AttributeError):
+            real = _real_object(v)
+            if real is not _UNKNOWN and _has_real_attribute(real, name):
+                raise internal_error(f"armature's model of {v} has no attribute {name!r}, "
+                                     f"but the {type(real).__name__} object has one") from None
+        raise
+
+
+_UNKNOWN = object()
+
+
+def _real_object(v: Value):
+    """The real object behind an immutable-in-practice Value (a constant, a
+    function), or _UNKNOWN: objects with pending writes are not compared."""
+    if type(v) is LazyValue:
+        return v.obj
+    import types
+    fn = getattr(v, "fn", None)
+    if isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)):
+        return fn
+    try:
+        if v.is_python_constant():
+            return v.as_python_constant()
+    except Exception:
+        pass
+    return _UNKNOWN
+
+
+def _has_real_attribute(obj, name: str) -> bool:
+    try:
+        return hasattr(obj, name)
+    except Exception:  # a property of the real object that raises something else
+        return False
 
 
 def _delegate(name):

@@ -12,7 +12,7 @@ import sys as _sys
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
-from .base import Value, concrete, realize
+from .base import Value, concrete, get_attribute, realize
 from .constant import ConstantValue
 from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
 
@@ -186,12 +186,19 @@ def _vars(tx, *args):
 @rule(isinstance)
 def _isinstance(tx, obj, classinfo):
     cls = classinfo.as_python_constant()
-    return ConstantValue(issubclass(obj.python_type(), cls))
+    try:
+        return ConstantValue(issubclass(obj.python_type(), cls))
+    except TypeError:
+        raise user_error(TypeError, "isinstance() arg 2 must be a type, a tuple of types, or a union") from None
 
 
 @rule(issubclass)
 def _issubclass(tx, cls, classinfo):
-    return ConstantValue(issubclass(cls.as_python_constant(), classinfo.as_python_constant()))
+    try:
+        return ConstantValue(issubclass(cls.as_python_constant(), classinfo.as_python_constant()))
+    except TypeError as e:
+        from .operators import folded_exception
+        raise folded_exception(issubclass, e) from None
 
 
 @rule(type)
@@ -404,12 +411,12 @@ def _getattr(tx, obj, name, *default):
     n = name.as_python_constant()
     if default:
         try:
-            return obj.getattr(tx, n)
+            return get_attribute(tx, obj, n)
         except UserException as e:
             if issubclass(e.exc_type, AttributeError):
                 return default[0]
             raise
-    return obj.getattr(tx, n)
+    return get_attribute(tx, obj, n)
 
 
 @rule(hasattr)

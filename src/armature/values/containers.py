@@ -7,12 +7,14 @@ side effect, which this milestone does not replay: it raises Unsupported.
 """
 from __future__ import annotations
 
+import operator
+
 from typing import Any
 
 import torch
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
-from .base import Value
+from .base import Value, realize
 from .constant import ConstantValue
 
 
@@ -204,14 +206,20 @@ class ListValue(_Sequence):
     def setitem(self, tx, index: Value, value: Value):
         self._check_mutable(tx)
         key = index.as_python_constant()
-        if isinstance(key, slice):
-            self.items[key] = tx.iterate(value)
-        else:
-            self.items[key] = value
+        new = tx.iterate(value) if isinstance(key, slice) else value
+        try:
+            self.items[key] = new
+        except (IndexError, ValueError, TypeError) as e:  # the program's own error (eager raises it here)
+            from .operators import folded_exception
+            raise folded_exception(operator.setitem, e) from None
 
     def delitem(self, tx, index: Value):
         self._check_mutable(tx)
-        del self.items[index.as_python_constant()]
+        try:
+            del self.items[index.as_python_constant()]
+        except (IndexError, TypeError) as e:
+            from .operators import folded_exception
+            raise folded_exception(operator.delitem, e) from None
 
     def reconstruct(self, out):
         if self.source is not None:
@@ -290,9 +298,11 @@ class DictValue(Value):
             self._check_mutable(tx)
         if name == "update":
             if args:
-                other = args[0]
+                other = realize(tx.ctx, args[0])
                 if isinstance(other, DictValue):
                     items.update(other.items)
+                elif hasattr(other, "pairs"):  # a mapping such as an instance __dict__: keys() then items
+                    items.update(other.pairs(tx))
                 else:
                     for pair in tx.iterate(other):
                         k, v = tx.iterate(pair)

@@ -780,6 +780,11 @@ class InstanceDictValue(Value):
     def _keys(self, tx) -> list:
         return self._live().dict_keys(tx)
 
+    def pairs(self, tx) -> list:
+        """(key, Value) for every entry, in order: what dict(d) and d.copy() see."""
+        owner = self._live()
+        return [(k, owner.dict_get(tx, k)) for k in self._keys(tx)]
+
     def length(self, tx):
         return len(self._keys(tx))
 
@@ -809,6 +814,9 @@ class InstanceDictValue(Value):
         if name in ("keys", "values", "items") and not args and not kwargs:
             from .containers import DictViewValue
             return DictViewValue(self, name)
+        if name == "copy" and not args and not kwargs:
+            from .containers import DictValue
+            return DictValue(dict(self.pairs(tx)))
         if name == "update" and len(args) == 1 and not kwargs:
             from .containers import DictValue
             if isinstance(args[0], DictValue):

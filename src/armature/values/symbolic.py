@@ -285,6 +285,8 @@ class SymbolicNumberValue(Value):
             example = base(lx, rx)
         except Exception:
             return None  # e.g. division by zero: let the constant path raise
+        if type(example) not in (int, float):
+            return None  # a complex power of a negative base: the constant path specialises it
         self._guard_cannot_raise(base, left, right, lx, rx)
         return SymbolicNumberValue(example, BinOpSource(base, left, right), self.ctx)
 

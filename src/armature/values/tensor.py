@@ -217,9 +217,14 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
     """Add one op to the graph and wrap what it returns."""
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
+    state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
+    if state_fn:
+        _check_state_query(target)
     node_args, fake_args = zip(*[to_graph_arg(a) for a in args]) if args else ((), ())
     node_kwargs = {k: to_graph_arg(v)[0] for k, v in kwargs.items()}
     fake_kwargs = {k: to_graph_arg(v)[1] for k, v in kwargs.items()}
+    if state_fn:
+        return _call_state_query(tx, target, fake_args, fake_kwargs)
     if kind == "call_method":
         def run():
             return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
@@ -229,19 +234,61 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
     node, example = tx.ctx.graph.create_node(kind, target, tuple(node_args), node_kwargs, run)
     if kind == "call_function" and not _has_tensor((fake_args, fake_kwargs)) and \
             not _has_tensor(example):
-        # A query of global state (torch._C._is_any_autocast_enabled(),
-        # _len_torch_dispatch_stack()...): its real answer, not the one seen
-        # inside the tracer's fake mode, guarded on every call.
+        # A pure function without tensors (a Python helper of torch, an ATen
+        # query such as torch.promote_types): its real answer, outside the
+        # tracer's fake mode.
         tx.ctx.graph.erase(node)
         try:
             real = target(*fake_args, **fake_kwargs)
         except Exception as e:
             raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
-        value = _constant_or_fail(real, node)
-        if not isinstance(target, types.FunctionType):  # Python helpers of torch are pure
-            _guard_global_query(tx, target, fake_args, fake_kwargs, real)
-        return value
+        return _constant_or_fail(real, node)
     return wrap_example(tx, node, example)
+
+
+def _is_state_function(target, args: list[Value], kwargs: dict[str, Value]) -> bool:
+    """A C function of torch outside ATen called without tensors: it reads or
+    changes global state (ATen factories such as torch.zeros are not)."""
+    from .torch_ops import is_aten_function
+    if not isinstance(target, types.BuiltinFunctionType) or is_aten_function(target):
+        return False
+    return not any(_holds_tensor(v) for v in (*args, *kwargs.values()))
+
+
+def _holds_tensor(v: Value) -> bool:
+    from .containers import ListValue, TupleValue
+    if isinstance(v, TensorValue):
+        return True
+    return isinstance(v, (ListValue, TupleValue)) and any(_holds_tensor(i) for i in v.items)
+
+
+def _check_state_query(target) -> None:
+    """Only a query of global state runs while tracing; anything else may
+    change it (``_push_on_torch_function_stack``, ``_vmap_increment_nesting``)
+    and must run for real, at run time: a graph break."""
+    from .torch_ops import is_state_query
+    if not is_state_query(target):
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", str(target))
+        raise Unsupported(f"torch function {name}() may change global state; armature does not run it "
+                          "while tracing",
+                          hint="without fullgraph the frame is split here (a graph break) and the call runs "
+                               "as Python")
+
+
+def _call_state_query(tx, target, args, kwargs) -> Value:
+    """A query of global state (``torch._C._is_any_autocast_enabled()``,
+    ``_len_torch_dispatch_stack()``): its real answer, outside the tracer's
+    fake mode, guarded on every call."""
+    from .torch_ops import IGNORED_STATE_FUNCTIONS
+    if getattr(target, "__name__", "") in IGNORED_STATE_FUNCTIONS:
+        return ConstantValue(None)
+    try:
+        real = target(*args, **kwargs)
+    except Exception as e:
+        raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
+    value = _constant_or_fail(real, target)
+    _guard_global_query(tx, target, args, kwargs, real)
+    return value
 
 
 def _has_tensor(obj) -> bool:
@@ -301,4 +348,6 @@ def _constant_or_fail(e: Any, node) -> Value:
         return ConstantValue(e)
     if isinstance(e, (tuple, list)) and all(isinstance(i, (int, float, bool, type(None))) for i in e):
         return ConstantValue(e)
-    raise Unsupported(f"{node.target} returned {type(e).__name__}, which armature cannot model yet")
+    what = getattr(node, "target", node)
+    raise Unsupported(f"{getattr(what, '__name__', what)} returned {type(e).__name__}, which armature cannot "
+                      "model yet")

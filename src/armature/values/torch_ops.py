@@ -37,6 +37,39 @@ _REFUSED = {
     "synchronize": "device synchronisation", "empty_cache": "allocator control",
 }
 
+#: torch._C namespaces whose functions are ATen operators: pure given their
+#: arguments, so running them on fake tensors (factories included) is safe
+_ATEN_NAMESPACES = ("_VariableFunctions", "_nn", "_fft", "_linalg", "_special", "_nested", "_sparse")
+#: names of torch's C functions that only read global state
+_QUERY_PREFIXES = ("is_", "_is_", "get_", "_get_", "_len_", "has_", "_has_", "are_", "_are_")
+
+
+#: C functions that only record usage statistics: skipped while tracing
+#: (nothing a program can observe depends on them)
+IGNORED_STATE_FUNCTIONS = frozenset({"_log_api_usage_once"})
+
+
+def is_aten_function(fn: Any) -> bool:
+    """``torch.zeros``, ``torch._C._nn.linear``...: an ATen operator."""
+    name = getattr(fn, "__name__", None)
+    if name is None:
+        return False
+    for ns in _ATEN_NAMESPACES:
+        if getattr(getattr(torch._C, ns, None), name, None) is fn:
+            return True
+    return False
+
+
+def is_state_query(fn: Any) -> bool:
+    """A C function of torch outside ATen that, by its name, only reads
+    global state (``torch.is_autocast_enabled``, ``_len_torch_dispatch_stack``).
+    Anything else outside ATen may change global state
+    (``_push_on_torch_function_stack``, ``_vmap_increment_nesting``...) and
+    is never called while tracing: it is a graph break."""
+    name = getattr(fn, "__name__", "")
+    return name.startswith(_QUERY_PREFIXES) and name not in _REFUSED or name in IGNORED_STATE_FUNCTIONS
+
+
 _COMPILING_QUERIES = None
 
 

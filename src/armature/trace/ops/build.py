@@ -82,7 +82,12 @@ def format_value(f, inst):
         v = repr(v)
     elif conv == 3:
         v = ascii(v)
-    f.push(ConstantValue(format(v, spec)))
+    try:
+        text = format(v, spec)
+    except (ValueError, TypeError) as e:  # a bad format spec: the program's own error
+        from ...values.operators import folded_exception
+        raise folded_exception(format, e) from None
+    f.push(ConstantValue(text))
 
 
 def _target(f, depth: int):

@@ -6,7 +6,7 @@ import builtins
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import global_source
-from ...values.base import NULL
+from ...values.base import NULL, LazyValue, get_attribute
 from ...values.builder import wrap
 from ...values.constant import ConstantValue
 from ...values.functions import CellValue, RealCellValue
@@ -88,14 +88,14 @@ def delete_global(f, inst):
 @opcode("LOAD_ATTR")
 def load_attr(f, inst):
     obj = f.pop()
-    f.push(obj.getattr(f, inst.argval))
+    f.push(get_attribute(f, obj, inst.argval))
 
 
 @opcode("LOAD_METHOD")
 def load_method(f, inst):
     obj = f.pop()
     f.push(NULL)
-    f.push(obj.getattr(f, inst.argval))
+    f.push(get_attribute(f, obj, inst.argval))
 
 
 @opcode("STORE_ATTR")
@@ -166,9 +166,12 @@ def copy_free_vars(f, inst):
 
 def _cell(f, name):
     try:
-        return f.cells[name]
+        cell = f.cells[name]
     except KeyError:
         raise Unsupported(f"cell {name!r} not found")
+    if type(cell) is LazyValue:  # a real cell handed over (e.g. a closure of a function made before a break)
+        cell = f.cells[name] = cell.realize(f.ctx)
+    return cell
 
 
 @opcode("LOAD_DEREF", "LOAD_CLASSDEREF")
