@@ -146,9 +146,11 @@ class _Function(Value):
         return inline_function(tx, self, args, kwargs)
 
     def has_attr(self, tx, name):
-        # attributes of the function type (__call__, __get__, __code__...)
-        # exist on every function, whatever their values
-        return _type_has(types.FunctionType, name) or super().has_attr(tx, name)
+        # the methods of the function type (__call__, __get__...) exist on
+        # every function: no need to read them (getattr would break)
+        if name not in _FUNCTION_DATA_ATTRS and _type_has(types.FunctionType, name):
+            return True
+        return super().has_attr(tx, name)
 
     def bind(self, args: list[Value], kwargs: dict[str, Value], ctx=None) -> dict[str, Value]:
         defaults, kwdefaults = self.defaults(ctx)
