@@ -39,7 +39,10 @@ def pytest_terminal_summary(terminalreporter):
     if not GRAPH_COUNTS:
         return
     tr = terminalreporter
-    tr.section("graph counts: armature / torch.compile")
-    for name, counts in sorted(GRAPH_COUNTS.items()):
-        modes = ("eval", "train") if len(counts) == 2 else ("decode",)
-        tr.write_line(f"{name:22s} " + "   ".join(f"{m}: {a} / {t}" for m, (a, t) in zip(modes, counts)))
+    tr.section(f"graphs and breaks, armature / torch.compile ({libsets.describe()})")
+    tr.write_line("| model | mode | graphs arm / tc | breaks arm / tc | armature's first break where it makes more graphs |")
+    tr.write_line("| --- | --- | --- | --- | --- |")
+    for name, modes in sorted(GRAPH_COUNTS.items()):
+        for mode, c in modes.items():
+            tr.write_line(f"| {name} | {mode} | {c.graphs} / {c.torch_graphs} | {c.breaks} / {c.torch_breaks} | "
+                          f"{c.reason.replace('|', '/')} |")

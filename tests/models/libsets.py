@@ -18,6 +18,35 @@ from __future__ import annotations
 import sys
 import types
 
+#: the pinned library sets (the same pins as ./dev and pyproject.toml's
+#: [models] / [models-old] extras)
+SETS = {
+    "current": {"torch": "2.14.1", "torchvision": "0.29.1", "transformers": "5.23.0", "timm": "1.0.31"},
+    "old": {"torch": "2.13.0", "torchvision": "0.28.0", "transformers": "4.57.6", "timm": "1.0.29"},
+}
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+    out = {}
+    for dist in ("torch", "torchvision", "transformers", "timm"):
+        try:
+            out[dist] = md.version(dist).split("+")[0]  # 2.13.0+cpu -> 2.13.0
+        except md.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def current() -> str:
+    """The name of the library set this process runs ("current", "old"), or
+    "unpinned" when the installed versions match neither (then no
+    set-specific expectation applies: every failure is a real one)."""
+    versions = _versions()
+    for name, pins in SETS.items():
+        if versions == pins:
+            return name
+    return "unpinned"
+
 
 def import_torchvision():
     """Import torchvision; without its meta registrations where its ops cannot load.
@@ -50,7 +79,7 @@ torchvision_ops_stubbed = False
 
 
 def describe() -> str:
-    """One line naming the library versions of this process."""
+    """One line naming the library set and versions of this process."""
     import importlib.metadata as md
     parts = []
     for dist in ("torch", "torchvision", "transformers", "timm"):
@@ -58,6 +87,7 @@ def describe() -> str:
             parts.append(f"{dist} {md.version(dist)}")
         except md.PackageNotFoundError:
             parts.append(f"{dist} -")
+    parts[0] = f"{current()}: {parts[0]}"
     if torchvision_ops_stubbed:
         parts.append("(torchvision without _meta_registrations)")
     return ", ".join(parts)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import abc
 import collections
+import copy
 import dataclasses
 import functools
 import inspect
 import os
+import types
 
 import pytest
 import torch
@@ -290,3 +292,74 @@ def test_os_environ_get():
             return x - 1
         return x + 1
     check(f, X)
+
+
+# --- the second library set and the new architectures ---------------------------------
+
+
+def _log_api_usage_once(obj):
+    # torchvision.utils._log_api_usage_once, called in forward by Swin-T's
+    # stochastic depth (torchvision.ops.stochastic_depth)
+    module = obj.__module__
+    name = obj.__class__.__name__
+    if isinstance(obj, types.FunctionType):
+        name = obj.__name__
+    return f"{module}.{name}"
+
+
+def test_function_dunder_class():
+    """Swin-T: function.__class__ raised AttributeError (19 graphs, not 1)."""
+    def f(x):
+        return x + len(_log_api_usage_once(_forward)) + len(_log_api_usage_once(_CFG))
+    check(f, X)
+
+
+def test_module_created_in_forward():
+    """DistilBertForSequenceClassification: ``nn.ReLU()(pooled_output)`` in
+    forward (creating a module was refused: 2 graphs, not 1)."""
+    def f(x):
+        return torch.nn.ReLU()(x - 1) + torch.nn.Softmax(dim=-1)(x)
+    check(f, X)
+
+
+class _PlainConfig:
+    def __init__(self):
+        self.d_model = 4
+        self.names = ["encoder", "decoder"]
+
+
+_PLAIN_CFG = _PlainConfig()
+
+
+@xfail("copy.deepcopy of an object: object.__reduce_ex__(4) and object.__new__ are not modelled. "
+       "T5 called with use_cache=True and no cache builds DynamicCache(config=...), whose "
+       "get_text_config(decoder=True) deep-copies the config (2 graphs per call where torch.compile "
+       "has 1; generate() prepares the cache outside forward and does not meet it)")
+def test_deepcopy_plain_object():
+    def f(x):
+        c = copy.deepcopy(_PLAIN_CFG)
+        c.d_model = 8
+        return x * c.d_model + len(c.names)
+    check(f, X)
+
+
+_LAYERS = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
+
+
+@xfail("a break inside a for loop resumes with the loop's iterator (here enumerate over a ModuleList) on "
+       "the resume function's stack, and a real iterator cannot be iterated while tracing: one more break "
+       "per iteration ('iterating <lazy ___stack0>'); Whisper/BART in train mode on transformers 4.57, "
+       "whose LayerDrop draws torch.rand([]) in the layer loop")
+def test_break_in_loop_keeps_iterating():
+    def f(x, p):
+        for idx, layer in enumerate(_LAYERS):
+            if p[idx] < 0.5:  # data-dependent, as LayerDrop's `if dropout_probability < self.layerdrop`
+                continue
+            x = layer(x)
+        return x
+    x, p = torch.randn(2, 2), torch.tensor([0.9, 0.1, 0.9])
+    armature.reset()
+    explained = armature.explain(f)(x, p)
+    torch.testing.assert_close(explained.out, f(x, p))
+    others = [str(r).splitlines()[0] for r in explained.break_reasons if "data-dependent" not in str(r)]
+    assert not others, others
