@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from typing import Any
 
 
@@ -28,9 +29,24 @@ class Config:
     #:   graph inputs, so one compiled graph serves every instance of a class
     #:   (e.g. one function called with many layers of the same kind).
     module_parameters: str = "attributes"
+    #: names (as logs print them: ``x``, ``self.cache_len``, ``batch["ids"]``)
+    #: of ints and tensor dimensions that are dynamic from the first compile,
+    #: comma separated; each a literal or a regular expression, optionally
+    #: ``name:dim``.  Overrides ``dynamic=False`` and static parameters.
+    #: Default: the ARMATURE_DYNAMIC_SOURCES environment variable.
+    dynamic_sources: str = dataclasses.field(default_factory=lambda: os.environ.get("ARMATURE_DYNAMIC_SOURCES", ""))
+
+    def dynamic_sources_list(self) -> list[str]:
+        return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 
 
 config = Config()
+
+
+def dynamic_sources_list() -> list[str]:
+    return config.dynamic_sources_list()
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 

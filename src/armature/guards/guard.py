@@ -25,7 +25,9 @@ class Kind(enum.IntEnum):
     DICT_KEYS = 9
     SET_EQUALS = 10
     TENSOR_MATCH = 11
-    DISTINCT = 12
+    #: a relation between sizes and ints from the ShapeEnv (``x.size()[0] >= 2``)
+    SHAPE = 12
+    DISTINCT = 13
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,18 @@ class TensorMeta:
     full: bool = True
 
     @classmethod
-    def of(cls, t: torch.Tensor, full: bool = True) -> "TensorMeta":
-        return cls(type(t), t.dtype, t.device, tuple(t.size()), tuple(t.stride()), t.requires_grad, full)
+    def of(cls, t: torch.Tensor, full: bool = True, fake: torch.Tensor | None = None) -> "TensorMeta":
+        """Sizes and strides that are ShapeEnv symbols in ``fake`` are None:
+        the ShapeEnv's own guards check those (Kind.SHAPE)."""
+        size, stride = tuple(t.size()), tuple(t.stride())
+        if fake is not None:
+            size = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(size, fake.size()))
+            stride = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(stride, fake.stride()))
+        return cls(type(t), t.dtype, t.device, size, stride, t.requires_grad, full)
+
+    @property
+    def dynamic(self) -> bool:
+        return None in self.size or None in self.stride
 
 
 @dataclass(eq=False)
@@ -74,7 +86,7 @@ class Guard:
         if self.kind is Kind.DISTINCT:
             items = ", ".join(f"id({pool.render(s)})" for s in self.expected)
             return f"len({{{items}}}) == {len(self.expected)}"
-        if self.kind is Kind.GLOBAL_STATE:
+        if self.kind in (Kind.GLOBAL_STATE, Kind.SHAPE):
             import re
             names = {name: pool.const(obj) for name, obj in self.consts.items()}
             if not names:
@@ -125,9 +137,13 @@ class Guard:
         src = str(self.source) if self.source is not None else "<global state>"
         exp = self.expected
         if self.kind is Kind.TENSOR_MATCH:
+            size = [("*" if n is None else n) for n in exp.size]
+            stride = [("*" if n is None else n) for n in exp.stride]
             return (f"{src}: {exp.cls.__name__} {str(exp.dtype).replace('torch.', '')} "
-                    f"{exp.device} size={list(exp.size)} stride={list(exp.stride)} "
+                    f"{exp.device} size={size} stride={stride} "
                     f"requires_grad={exp.requires_grad}")
+        if self.kind is Kind.SHAPE:
+            return self.label or self.text
         if self.kind is Kind.GLOBAL_STATE:
             return f"global state: {self.label or self.text}"
         if self.kind is Kind.DISTINCT:
@@ -180,7 +196,14 @@ def tensor_match_expr(first: str, e: str, meta: TensorMeta, pool: ConstPool) -> 
     else:
         parts.append(f"{e}.device == {pool.const(dev)}")
     parts.append(f"{e}.requires_grad is {meta.requires_grad}")
-    parts.append(f"{e}.size() == {meta.size!r}")
+    if not meta.dynamic:
+        parts.append(f"{e}.size() == {meta.size!r}")
+        if meta.full:
+            parts.append(f"{e}.stride() == {meta.stride!r}")
+        return " and ".join(parts)
+    # dynamic dims are checked by the ShapeEnv's guards; the rest here
+    parts.append(f"{e}.dim() == {len(meta.size)}")
+    parts.extend(f"{e}.size({d}) == {n}" for d, n in enumerate(meta.size) if n is not None)
     if meta.full:
-        parts.append(f"{e}.stride() == {meta.stride!r}")
+        parts.extend(f"{e}.stride({d}) == {n}" for d, n in enumerate(meta.stride) if n is not None)
     return " and ".join(parts)

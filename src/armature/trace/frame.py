@@ -194,6 +194,7 @@ class Frame:
         handlers = pyversion.HANDLERS
         insts = self.instructions
         inst = None
+        shape_guards = self.ctx.graph.shape_env.guards   # (grows as sizes are specialised or compared)
         try:
             while self.return_value is None:
                 if self.ip == self.break_at:
@@ -206,7 +207,10 @@ class Frame:
                 if handler is None:
                     raise Unsupported(f"the bytecode instruction {inst.opname} "
                                       f"(not modelled by armature yet)")
+                seen = len(shape_guards)
                 handler(self, inst)
+                if len(shape_guards) != seen:
+                    self.ctx.graph.note_shape_guards(seen, self.location())
                 if self.yielded is not None:
                     return None
         except Unsupported:

@@ -114,9 +114,16 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)
         else:
-            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
-            node, fake = ctx.graph.add_input(obj, source)
+            from ..graph.dynamic import dims_for_tensor
+            node, fake = ctx.graph.add_input(obj, source, dims_for_tensor(ctx.policy, obj, source))
+            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         return TensorValue(node, fake, cls=t, source=source)
+    if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
+        from ..graph.dynamic import int_is_dynamic
+        if int_is_dynamic(ctx.policy, source):
+            from .symbolic import int_symbol
+            _guard(ctx, Kind.TYPE_MATCH, source, t)
+            return int_symbol(ctx, obj, source)
     if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(t, source)):
         from .symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)

@@ -109,6 +109,9 @@ def _len(tx, obj):
         n = obj.symbolic_length()
         if n is not None:
             return n
+    from .tensor import TensorValue
+    if isinstance(obj, TensorValue):
+        return obj.symbolic_length(tx)
     return ConstantValue(obj.length(tx))
 
 

@@ -124,7 +124,9 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
                     graph_call(tx, "call_function", op, [a, t], {})
                     return a
                 return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, t], {})
-        a, b = concrete(tx, a), concrete(tx, b)
+        dynamic = [v for v in (a, b) if isinstance(v, SymbolicNumberValue) and v.sym is not None]
+        if not (dynamic and (isinstance(a, TensorValue) or isinstance(b, TensorValue))):
+            a, b = concrete(tx, a), concrete(tx, b)   # (a dynamic int meets a tensor as a SymInt)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         if op in _INPLACE and isinstance(a, TensorValue):
             graph_call(tx, "call_function", op, [a, b], {})
