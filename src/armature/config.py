@@ -36,6 +36,14 @@ class Config:
     #: Default: the ARMATURE_DYNAMIC_SOURCES environment variable.
     dynamic_sources: str = dataclasses.field(default_factory=lambda: os.environ.get("ARMATURE_DYNAMIC_SOURCES", ""))
 
+    #: ``.item()``, ``int(t)``, ``float(t)`` and ``tolist()`` of small tensors
+    #: stay in the graph as unbacked SymInts/SymFloats instead of graph
+    #: breaks (on with fullgraph=True).
+    capture_scalar_outputs: bool = False
+    #: ops whose output size depends on data (``nonzero``, boolean masks,
+    #: ``unique``) stay in the graph with unbacked sizes (on with fullgraph=True).
+    capture_dynamic_output_shape_ops: bool = False
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 

@@ -149,3 +149,26 @@ def test_resume_function_dynamic_from_the_start_with_dynamic_true():
     from armature.runtime.wrappers import _RESUME
     assert compiles(cf) == 1
     assert sum(len(armature.cache_entries(r)) for r in _RESUME.values()) == 1
+
+
+def test_mark_unbacked_serves_sizes_zero_and_one_with_one_compile():
+    def f(x):
+        return (x * 2).sum(0), x.shape[0] + 1
+    cf = armature.compile(f, backend="eager")
+    for n in (1, 0, 3, 1, 7):
+        x = torch.randn(n, 4)
+        armature.mark_unbacked(x, 0)
+        same(f(x), cf(x))
+    assert compiles(cf) == 1
+
+
+def test_mark_unbacked_branch_is_data_dependent():
+    def f(x):
+        if x.shape[0] == 1:
+            return x * 2
+        return x
+    x = torch.randn(1, 3)
+    armature.mark_unbacked(x, 0)
+    with pytest.raises(armature.Unsupported, match="data-dependent"):
+        armature.compile(f, backend="eager", fullgraph=True)(x)
+    same(f(x), armature.compile(f, backend="eager")(x))

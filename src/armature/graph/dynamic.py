@@ -215,7 +215,7 @@ def dims_for_tensor(policy: DynamicPolicy, real: torch.Tensor, source: Source) -
         elif d in static or policy.mode is False:
             kind = DimDynamic.STATIC
         elif d in unbacked:
-            kind = DimDynamic.DYNAMIC   # (unbacked marks are treated as dynamic, see mark_unbacked)
+            kind = DimDynamic.UNBACKED  # no hint: never specialised, not even to 0 or 1
         elif d in marked:
             kind = DimDynamic.DYNAMIC
             lo, hi, _ = marked[d]

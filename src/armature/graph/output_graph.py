@@ -33,8 +33,9 @@ class GraphInput:
 
 
 class OutputGraph:
-    def __init__(self):
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+    def __init__(self, scalar_outputs: bool = False, dynamic_output_shapes: bool = False):
+        self.shape_env = ShapeEnv(allow_scalar_outputs=scalar_outputs,
+                                  allow_dynamic_output_shape_ops=dynamic_output_shapes)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []
@@ -157,6 +158,13 @@ class OutputGraph:
             self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
+        if self.shape_env.pending_fresh_unbacked_symbols:
+            # the node that makes a data-dependent symbol binds it (what
+            # aot_autograd and inductor look for)
+            from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+            bindings = compute_unbacked_bindings(self.shape_env, example)
+            if bindings:
+                node.meta["unbacked_bindings"] = bindings
         self.op_count += 1
         return node, example
 

@@ -180,7 +180,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     brk: GraphBreak | None = None
     from_callee = False
     while True:
-        ctx = TraceContext(fn, config_mod.config)
+        ctx = TraceContext(fn, config_mod.config, fullgraph=fullgraph)
         ctx.dynamic_sources = dynamic_sources
         if policy is not None:
             ctx.policy = policy

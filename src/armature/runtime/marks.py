@@ -93,8 +93,9 @@ def mark_static(t, dims: int | Iterable[int] | None = None) -> None:
 
 
 def mark_unbacked(t: torch.Tensor, dims: int | Iterable[int]) -> None:
-    """Dims whose size must not be specialised even to 0 or 1.  armature
-    treats them as dynamic (backed by the example size): specialisation
-    still raises no error, and sizes 0 and 1 specialise as for dynamic dims."""
+    """Dims whose size is never specialised, not even to 0 or 1: an unbacked
+    symbol without an example value.  Code that branches on the size is a
+    graph break (an error with fullgraph=True) unless torch._check told
+    enough about it; one compile serves sizes 0, 1 and up."""
     for d in _dims(t, dims, "mark_unbacked"):
         _set_of(t, UNBACKED_ATTR).add(d)

@@ -40,11 +40,15 @@ def torch_function_mode_guard(depth: int) -> Guard:
 
 
 class TraceContext:
-    def __init__(self, fn: types.FunctionType, config: Config):
+    def __init__(self, fn: types.FunctionType, config: Config, fullgraph: bool = False):
         from ..graph.output_graph import OutputGraph
         self.fn = fn
         self.config = config
-        self.graph = OutputGraph()
+        #: data-dependent values stay in the graph (unbacked symbols)
+        self.capture_scalars = config.capture_scalar_outputs or fullgraph
+        self.capture_dynamic_output_shapes = config.capture_dynamic_output_shape_ops or fullgraph
+        self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
+                                 dynamic_output_shapes=self.capture_dynamic_output_shapes)
         self.guards = GuardSet()
         from ..effects import SideEffects
         self.effects = SideEffects()

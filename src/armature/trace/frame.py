@@ -10,8 +10,8 @@ import dis
 import functools
 import types
 
-from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, internal_error,
-                                  user_error)
+from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, data_dependent,
+                                  internal_error, user_error)
 from ..values.base import LazyValue, Value
 from . import pyversion
 from .context import TraceContext
@@ -218,6 +218,9 @@ class Frame:
         except (InternalError, RecursionError):
             raise
         except Exception as e:
+            from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+            if isinstance(e, GuardOnDataDependentSymNode):
+                raise data_dependent(e) from e
             name = inst.opname if inst is not None else "?"
             raise internal_error(f"{type(e).__name__} while tracing {name}: {e}") from e
         return self.return_value

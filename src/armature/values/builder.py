@@ -177,6 +177,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
+    if obj is torch._check or obj is torch._check_is_size:
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return torch_ops.CheckValue(obj, source)
     if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return vbuiltins.BuiltinValue(obj, source)

@@ -217,7 +217,8 @@ def symbolic_compare(ctx, op, a: Value, b: Value) -> "Value | None":
     if left is None or right is None:
         return None
     sa, sb = _sym_operand(a), _sym_operand(b)
-    if sa is not None and sb is not None and (isinstance(sa, torch.SymInt) or isinstance(sb, torch.SymInt)):
+    if sa is not None and sb is not None and (isinstance(sa, (torch.SymInt, torch.SymFloat))
+                                              or isinstance(sb, (torch.SymInt, torch.SymFloat))):
         result = op(sa, sb)
         if not isinstance(result, torch.SymBool):
             return ConstantValue(bool(result))
@@ -225,6 +226,8 @@ def symbolic_compare(ctx, op, a: Value, b: Value) -> "Value | None":
         def node():
             return ctx.graph.create_node("call_function", op, (_node_arg(a), _node_arg(b)), {},
                                          lambda: result)[0]
+        if _unbacked_source(a, b):
+            return unbacked_value(ctx, result, node)
         return SymbolicNumberValue(op(left[1], right[1]), CompareSource(op, left[0], right[0]), ctx,
                                    sym=result, node_fn=node)
     return SymbolicNumberValue(op(left[1], right[1]), CompareSource(op, left[0], right[0]), ctx)
@@ -291,11 +294,15 @@ def as_graph_input(tx, number: "SymbolicNumberValue", other, op):
 def _sym_operand(v: Value):
     """The SymInt (or int) a dynamic operation can take: a dynamic number or
     an int literal; None otherwise."""
-    if isinstance(v, SymbolicNumberValue) and isinstance(v.sym, torch.SymInt):
+    if isinstance(v, SymbolicNumberValue) and isinstance(v.sym, (torch.SymInt, torch.SymFloat)):
         return v.sym
-    if isinstance(v, ConstantValue) and type(v.value) is int:
+    if isinstance(v, ConstantValue) and type(v.value) in (int, float):
         return v.value
     return None
+
+
+def _unbacked_source(*values) -> bool:
+    return any(isinstance(v, SymbolicNumberValue) and v.unbacked for v in values)
 
 
 def _node_arg(v: Value):
@@ -304,7 +311,18 @@ def _node_arg(v: Value):
 
 def _holds(cond) -> None:
     """Guard that a symbolic condition is true now (recorded by the ShapeEnv)."""
-    bool(cond)
+    _evaluate(lambda: bool(cond))
+
+
+def _evaluate(fn):
+    """Ask the ShapeEnv for a value; one that depends on data (an unbacked
+    symbol nothing was checked about) is a graph break."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+    try:
+        return fn()
+    except GuardOnDataDependentSymNode as e:
+        from ..diagnostics.errors import data_dependent
+        raise data_dependent(e) from None
 
 
 def int_symbol(ctx, value: int, source: Source) -> "SymbolicNumberValue":
@@ -327,18 +345,32 @@ def sym_value(ctx, sym, node_fn=None) -> Value:
     """A SymInt that came out of fake propagation (a size, numel, an op's
     int result) as a Value; its residual expression is computed from the
     sources of the symbols in it."""
-    if not isinstance(sym, (torch.SymInt, torch.SymBool)):
+    if not isinstance(sym, (torch.SymInt, torch.SymBool, torch.SymFloat)):
         return ConstantValue(sym)
     from torch.fx.experimental.symbolic_shapes import guard_scalar
     expr = sym.node.expr
     if getattr(expr, "is_number", False):
         return ConstantValue(guard_scalar(sym))
     hint = sym.node.hint
-    if hint is None:
-        from ..diagnostics.errors import Unsupported
-        raise Unsupported("a data-dependent (unbacked) size", hint="capture_dynamic_output_shape_ops is off")
+    if hint is None or _has_unbacked(ctx, expr):
+        return unbacked_value(ctx, sym, node_fn)
+    if isinstance(sym, torch.SymFloat):
+        return unbacked_value(ctx, sym, node_fn)   # (backed floats are never made symbolic)
     example = bool(hint) if isinstance(sym, torch.SymBool) else int(hint)
     return SymbolicNumberValue(example, SymExprSource.of(ctx, expr), ctx, sym=sym, node_fn=node_fn)
+
+
+def _has_unbacked(ctx, expr) -> bool:
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    return bool(free_unbacked_symbols(expr))
+
+
+def unbacked_value(ctx, sym, node_fn) -> "SymbolicNumberValue":
+    """A data-dependent number (``.item()``, the size of ``nonzero()``): only
+    the graph knows it, so run-time code reads it from the graph's outputs;
+    a branch on it is a graph break unless torch._check told enough."""
+    kind = bool if isinstance(sym, torch.SymBool) else float if isinstance(sym, torch.SymFloat) else int
+    return SymbolicNumberValue(kind(1), None, ctx, sym=sym, node_fn=node_fn)
 
 
 @dataclass(frozen=True)
@@ -417,8 +449,8 @@ class SymbolicNumberValue(Value):
     def specialize(self, tx=None) -> ConstantValue:
         if self.sym is not None:
             # the ShapeEnv records the specialisation (a guard on the symbol)
-            value = bool(self.sym) if type(self.example) is bool else int(self.sym)
-            return ConstantValue(value)
+            kind = bool if type(self.example) is bool else float if isinstance(self.sym, torch.SymFloat) else int
+            return ConstantValue(_evaluate(lambda: kind(self.sym)))
         self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, self.source, self.example))
         return ConstantValue(self.example)
 
@@ -429,7 +461,8 @@ class SymbolicNumberValue(Value):
             expr = self.sym.node.expr
             if expr.is_number:   # the ShapeEnv specialised it since (a guard holds it there)
                 return bool(expr) if type(self.example) is bool else int(expr)
-            self._node = self.ctx.graph.bind_symbol(self.sym, self.example, self.source)
+            if self.source is not None:   # (an unbacked symbol is made by its node, never an input)
+                self._node = self.ctx.graph.bind_symbol(self.sym, self.example, self.source)
             if self._node is None:
                 self._node = self._node_fn()
         return self._node
@@ -442,7 +475,7 @@ class SymbolicNumberValue(Value):
 
     def truth(self, tx):
         if self.sym is not None:
-            return bool(self.sym)   # a ShapeEnv guard on the outcome
+            return _evaluate(lambda: bool(self.sym))   # a ShapeEnv guard on the outcome
         # ``if n:`` guards the outcome (n != 0), not the number
         outcome = bool(self.example)
         self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, CompareSource(operator.ne, self.source, 0), outcome))
@@ -465,8 +498,13 @@ class SymbolicNumberValue(Value):
         if type(example) not in (int, float):
             return None  # a complex power of a negative base: the constant path specialises it
         other_sym = _sym_operand(other)
-        if self.sym is not None and other_sym is not None and type(example) is int and base is not operator.truediv:
+        unbacked = self.unbacked or (isinstance(other, SymbolicNumberValue) and other.unbacked)
+        if self.sym is not None and other_sym is not None and (
+                unbacked or type(example) is int and base is not operator.truediv
+                and not isinstance(other_sym, (float, torch.SymFloat))):
             return self._sym_binary(base, other, other_sym, reflected, example, left, right)
+        if unbacked:
+            return None
         self._guard_cannot_raise(base, left, right, lx, rx)
         return SymbolicNumberValue(example, BinOpSource(base, left, right), self.ctx)
 
@@ -480,13 +518,15 @@ class SymbolicNumberValue(Value):
         elif op is operator.pow:
             _holds(b >= 0)   # (a negative exponent makes a float)
         result = op(a, b)
-        if not isinstance(result, torch.SymInt):
-            return ConstantValue(int(result))
+        if not isinstance(result, (torch.SymInt, torch.SymFloat)):
+            return ConstantValue(result)
         ctx = self.ctx
 
         def node():
             return ctx.graph.create_node("call_function", op, (_node_arg(va), _node_arg(vb)), {},
                                          lambda: result)[0]
+        if _unbacked_source(va, vb):
+            return unbacked_value(ctx, result, node)
         return SymbolicNumberValue(example, BinOpSource(op, left, right), ctx, sym=result, node_fn=node)
 
     def _guard_cannot_raise(self, op, left, right, lx, rx) -> None:
@@ -507,7 +547,18 @@ class SymbolicNumberValue(Value):
             if type(rx) is float or isinstance(right, Source):
                 holds(left, operator.ge, 0, lx >= 0)   # a negative base to a fraction is complex
 
+    @property
+    def unbacked(self) -> bool:
+        return self.source is None
+
     def reconstruct(self, out):
+        if self.source is None:   # unbacked: an output of the graph
+            from ..codegen.emitter import GRAPH_OUT
+            idx = out.graph_output_index(self.as_node())
+            out.instr("LOAD_FAST", GRAPH_OUT)
+            out.load_const(idx)
+            out.instr("BINARY_SUBSCR")
+            return
         self.source.emit(out)
 
     def __repr__(self):

@@ -119,6 +119,35 @@ class TensorValue(Value):
             raise user_error_len()
         return size_value(tx.ctx, self, 0)
 
+    # --- data-dependent scalars (config.capture_scalar_outputs) ----------------
+    def scalar(self, tx, kind=None) -> Value:
+        """``t.item()`` (``int(t)``/``float(t)`` with ``kind``) as an unbacked
+        SymInt/SymFloat node of the graph."""
+        conversion = {int: "__int__", float: "__float__"}.get(kind, "item")
+        if not tx.ctx.capture_scalars:
+            raise Unsupported(UNTRACEABLE_METHODS[conversion],
+                              hint="set armature.config.capture_scalar_outputs = True to keep it in the graph "
+                                   "(or use fullgraph=True); without it the frame is split here")
+        hint = "without fullgraph the frame is split here (a graph break)"
+        if self.fake.numel() != 1:
+            raise Unsupported(f"{conversion}() of a tensor with {self.fake.numel()} elements", hint=hint)
+        floating = self.fake.is_floating_point() or self.fake.is_complex()
+        if kind is int and floating or kind is float and not floating or self.fake.is_complex():
+            raise Unsupported(f"{conversion}() of a {self.fake.dtype} tensor inside the graph", hint=hint)
+        return graph_call(tx, "call_method", "item", [self], {})
+
+    def to_list(self, tx) -> Value:
+        from .containers import ListValue
+        if self.fake.dim() == 0:
+            return self.scalar(tx)
+        n = self.fake.shape[0]
+        if isinstance(n, torch.SymInt) or self.fake.numel() > 64:
+            raise Unsupported("tolist() of a large or dynamically sized tensor inside the graph",
+                              hint="without fullgraph the frame is split here (a graph break); keep the values "
+                                   "in a tensor, or call tolist() outside the compiled function")
+        rows = [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {}) for i in range(n)]
+        return ListValue([r.to_list(tx) for r in rows])
+
     def truth(self, tx):
         raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
                           hint="without fullgraph the frame is split here (a graph break); use torch.where or torch.cond, or move the branch "
@@ -149,6 +178,8 @@ class TensorMethodValue(Value):
 
     def call(self, tx, args, kwargs):
         name, t = self.name, self.tensor
+        if name in ("item", "tolist") and tx.ctx.capture_scalars and not args and not kwargs:
+            return t.scalar(tx) if name == "item" else t.to_list(tx)
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
                               hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
@@ -339,7 +370,7 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
     from .containers import TupleValue, ListValue
     if isinstance(example, torch.Tensor):
         return TensorValue(node, example)
-    if isinstance(example, (torch.SymInt, torch.SymBool)):
+    if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):
         from .symbolic import sym_value
         return sym_value(tx.ctx, example, lambda: node)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.SymInt) for e in example) and \
