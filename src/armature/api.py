@@ -199,8 +199,11 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             continue
         if g.kind is Kind.CONSTANT_MATCH and type(g.expected) in (int, float):
             cache.dynamic_sources.add(g.source)
-        if g.kind is Kind.TENSOR_MATCH:   # automatic dynamic: the dims whose size changed
-            _note_changed_dims(cache, f, g, args, kwargs)
+        if g.kind in (Kind.TENSOR_MATCH, Kind.SHAPE, Kind.CONSTANT_MATCH):
+            # automatic dynamic: every input dim (and int argument) whose
+            # value changed, not only the first guard that noticed, so a
+            # call that changes batch and length costs one recompile
+            _note_all_changes(cache, f, entry, args, kwargs)
         if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
             from .values.symbolic import LengthSource
             cache.dynamic_sources.add(LengthSource(g.source))
@@ -226,6 +229,21 @@ def _whitelist_hint(cache, mode) -> str:
 def _is_module_member(source) -> bool:
     from .guards.sources import ModuleMemberSource
     return isinstance(source, ModuleMemberSource)
+
+
+def _note_all_changes(cache, f, entry, args, kwargs) -> None:
+    from .guards.build import read_source
+    from .guards.guard import Kind
+    from .guards.sources import ModuleMemberSource
+    for g in entry.guards:
+        if g.source is None or isinstance(g.source, ModuleMemberSource):
+            continue
+        if g.kind is Kind.TENSOR_MATCH:
+            _note_changed_dims(cache, f, g, args, kwargs)
+        elif g.kind is Kind.CONSTANT_MATCH and type(g.expected) is int and g.source not in cache.dynamic_sources:
+            now = read_source(f, g.source, args, kwargs)
+            if type(now) is int and now != g.expected:
+                cache.dynamic_sources.add(g.source)
 
 
 def _note_changed_dims(cache, f, g, args, kwargs) -> None:

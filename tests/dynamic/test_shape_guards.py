@@ -115,3 +115,21 @@ def test_guard_function_rejects_non_tensors_cleanly():
     cf = _dynamic(lambda x: x * 2)
     cf(torch.randn(3))
     assert cf([1, 2]) == [1, 2, 1, 2]
+
+
+def specialised_late(x):
+    y = x.view(x.shape[0], x.shape[1], 1)     # the size enters a node as a symbol ...
+    if x.shape[1] == 3:                        # ... and is specialised afterwards
+        return y * 2
+    return y
+
+
+def test_dim_specialised_after_use_is_guarded():
+    cf = armature.compile(specialised_late, backend="eager", dynamic=True)
+    x = torch.randn(2, 3)
+    same(specialised_late(x), cf(x))
+    assert "x.size()[1] == 3" in guards(cf)
+    for shape in [(2, 4), (5, 3), (3, 6)]:
+        x = torch.randn(*shape)
+        same(specialised_late(x), cf(x))
+    assert compiles(cf) == 2

@@ -296,8 +296,30 @@ def shape_guards(graph) -> list:
         if isinstance(e, ConstraintViolationError):
             raise DynamicDimSpecialized(str(e)) from None
         raise
+    texts += _specialised_dims(graph)
     consts = dict(graph.source_names.consts)
     return [Guard(Kind.SHAPE, None, text=text, consts=consts, label=_user_text(graph, text)) for text in texts]
+
+
+def _specialised_dims(graph) -> list[str]:
+    """Dims that were symbols when the tensor entered the trace but that the
+    trace then specialised (``if x.shape[1] == 5``, a broadcast against a
+    static size): the ShapeEnv now counts them as static and leaves them to
+    the tensor's own guard, which had them as dynamic.  Each gets its
+    equality guard here, or a graph holding the specialised value would run
+    on other sizes."""
+    env = graph.shape_env
+    out = []
+    for value, source in graph.symbolic_inputs:
+        if not isinstance(value, torch.Tensor):
+            continue
+        for prop, items in (("size", value.size()), ("stride", value.stride())):
+            for d, item in enumerate(items):
+                if isinstance(item, torch.SymInt):
+                    expr = env.replace(item.node.expr)
+                    if expr.is_number:
+                        out.append(f"{source.text}.{prop}()[{d}] == {int(expr)}")
+    return out
 
 
 def _user_text(graph, text: str) -> str:
