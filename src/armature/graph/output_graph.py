@@ -51,6 +51,9 @@ class OutputGraph:
         #: source: what ``shape_guards`` asks the ShapeEnv about
         self.symbolic_inputs: list[tuple[Any, Any]] = []
         self.symbolic_contexts: list = []     # (their symbolic contexts: mark_dynamic constraints)
+        #: tensor placeholder -> its symbolic context (dynamic tensors only;
+        #: runtime/specialize.py reads the ``specialize_on`` predicates)
+        self.input_contexts: dict[torch.fx.Node, Any] = {}
         #: ShapeEnv symbol -> its SymInt placeholder
         self.symbol_nodes: dict[Any, torch.fx.Node] = {}
         #: id(ShapeEnv guard) -> (guard, user location that made it)
@@ -86,6 +89,8 @@ class OutputGraph:
         node = self._placeholder(str(source))
         node.meta["example_value"] = fake
         node.meta["val"] = fake
+        if symbolic_context is not None:
+            self.input_contexts[node] = symbolic_context
         self.inputs.append(GraphInput(node, real, source))
         return node, fake
 

@@ -34,6 +34,16 @@ class CacheEntry:
     def is_fallback(self) -> bool:
         return self.fallback_reason is not None
 
+    @property
+    def specializations(self) -> list:
+        """The graph's specializations (``mark_dynamic(..., specialize_on=)``),
+        compiled or not yet: each a runtime.specialize.Specialization.  They
+        are part of this entry, not entries of their own."""
+        from .specialize import SpecializingGraph
+        if isinstance(self.compiled_graph, SpecializingGraph):
+            return list(self.compiled_graph.specializations)
+        return []
+
 
 @dataclass(eq=False)
 class CodeCache:

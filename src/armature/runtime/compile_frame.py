@@ -36,7 +36,7 @@ from ..trace.context import TraceContext, torch_function_mode_guard
 from ..trace.frame import Frame
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
-from . import explain
+from . import explain, specialize
 from .cache import CacheEntry
 
 log_graph = logs.artifact("graph")
@@ -255,7 +255,10 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         gm = graph.finish(body.graph_outputs)
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("graph of %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
+        specializations = specialize.plan(gm, graph)   # (before the backend may rewrite gm)
         compiled = _compile_graph(gm, graph, backend)
+        if specializations is not None:
+            compiled = specialize.SpecializingGraph(compiled, specializations, backend)
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()
