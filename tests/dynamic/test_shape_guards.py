@@ -133,3 +133,20 @@ def test_dim_specialised_after_use_is_guarded():
         x = torch.randn(*shape)
         same(specialised_late(x), cf(x))
     assert compiles(cf) == 2
+
+
+def test_guards_that_call_torch_functions_evaluate():
+    # the ShapeEnv writes some guards with torch.sym_max / sym_min: they must
+    # evaluate in the guard function (not fail, which would recompile forever)
+    def f(x, n):
+        return x.view(max(1, x.shape[0] // n), -1), x[: max(x.shape[0] - n, 1)]
+    cf = run_over(f, [(torch.randn(s), n) for s, n in [(12, 2), (16, 4), (20, 5), (24, 3), (30, 6)]],
+                  dynamic=True)
+    assert compiles(cf) <= 2
+
+
+def test_concatenated_sizes_stay_symbolic():
+    def f(x):
+        return torch.zeros(x.shape[:1] + (2,)), x.view(x.size()[:-1] + (-1, 1))
+    cf = run_over(f, [(torch.randn(n, 7),) for n in (3, 4, 5, 6)], dynamic=True)
+    assert compiles(cf) == 1

@@ -297,8 +297,35 @@ def shape_guards(graph) -> list:
             raise DynamicDimSpecialized(str(e)) from None
         raise
     texts += _specialised_dims(graph)
-    consts = dict(graph.source_names.consts)
-    return [Guard(Kind.SHAPE, None, text=text, consts=consts, label=_user_text(graph, text)) for text in texts]
+    import math
+    # ShapeEnv guard text may call torch.sym_max, math.floor...: bound as constants
+    consts = {**graph.source_names.consts, "torch": torch, "math": math}
+    hoisted, names = _hoist_reads(graph, texts)
+    return [Guard(Kind.SHAPE, None, text=h, consts=consts, label=_user_text(graph, t),
+                  binds={n: names[n] for n in re.findall(r"___s[zt]\d+", h)})
+            for t, h in zip(texts, hoisted)]
+
+
+def _hoist_reads(graph, texts: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``x.size()[0] >= 2 and x.size()[1] == x.size()[0]``: each
+    ``x.size()`` / ``x.stride()`` becomes a local bound once in the guard
+    function (Guard.binds), instead of a call per use."""
+    names: dict[str, str] = {}
+    by_read: dict[str, str] = {}
+    out = []
+    for text in texts:
+        for rendered in sorted(graph.source_names.by_text, key=len, reverse=True):
+            for prop, tag in (("size", "sz"), ("stride", "st")):
+                read = f"{rendered}.{prop}()"
+                if read + "[" not in text:
+                    continue
+                name = by_read.get(read)
+                if name is None:
+                    name = by_read[read] = f"___{tag}{len(by_read)}"
+                    names[name] = read
+                text = text.replace(read + "[", name + "[")
+        out.append(text)
+    return out, names
 
 
 def _specialised_dims(graph) -> list[str]:

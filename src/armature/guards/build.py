@@ -29,6 +29,8 @@ class _Pool:
         self.shared = shared or set()
         self.bound: dict[Any, str] = {}
         self.nvars = 0
+        #: names SHAPE guards bound so far (Guard.binds)
+        self.bound_names: set[str] = set()
 
     def _var(self) -> str:
         self.nvars += 1

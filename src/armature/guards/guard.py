@@ -68,6 +68,9 @@ class Guard:
     consts: dict = field(default_factory=dict)
     #: how a GLOBAL_STATE guard reads to users
     label: str | None = None
+    #: SHAPE guards: locals the text reads, bound once per guard function at
+    #: their first use ({"___sz0": "x.size()"}), so ``x.size()`` is called once
+    binds: dict = field(default_factory=dict)
 
     def key(self):
         exp = self.expected
@@ -87,12 +90,15 @@ class Guard:
             items = ", ".join(f"id({pool.render(s)})" for s in self.expected)
             return f"len({{{items}}}) == {len(self.expected)}"
         if self.kind in (Kind.GLOBAL_STATE, Kind.SHAPE):
-            import re
-            names = {name: pool.const(obj) for name, obj in self.consts.items()}
-            if not names:
-                return self.text
-            pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-            return pattern.sub(lambda m: names[m.group(1)], self.text)
+            text = self._with_consts(self.text, pool)
+            bound = getattr(pool, "bound_names", None)
+            prefix = []
+            for name, value in self.binds.items():
+                if bound is None or name not in bound:
+                    prefix.append(f"({name} := {self._with_consts(value, pool)}) is not None")
+                    if bound is not None:
+                        bound.add(name)
+            return " and ".join(prefix + [text]) if prefix else text
         e = pool.render(self.source)
         exp = self.expected
         if self.kind is Kind.ID_MATCH:
@@ -131,6 +137,14 @@ class Guard:
             first, rest = pool.hoist(e)
             return tensor_match_expr(first, rest, exp, pool)
         raise AssertionError(self.kind)
+
+    def _with_consts(self, text: str, pool: ConstPool) -> str:
+        import re
+        names = {name: pool.const(obj) for name, obj in self.consts.items()}
+        if not names:
+            return text
+        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+        return pattern.sub(lambda m: names[m.group(1)], text)
 
     def describe(self) -> str:
         """A line for logs and explain(): what is assumed about what."""

@@ -407,7 +407,7 @@ class SymExprSource(Source):
     def _fn(self):
         fn = _EXPR_FUNCTIONS.get((self.text, self.names))
         if fn is None:
-            fn = eval(f"lambda {', '.join(self.names)}: {self.text}", {"math": __import__("math")})
+            fn = eval(f"lambda {', '.join(self.names)}: {self.text}", {"math": __import__("math"), "torch": torch})
             _EXPR_FUNCTIONS[(self.text, self.names)] = fn
         return fn
 
