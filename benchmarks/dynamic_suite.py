@@ -323,9 +323,10 @@ def run_compiler(compiler: str, w: DynWorkload, b: Built, eager_outs: list) -> d
     return res
 
 
-def time_cycles(fns: dict[str, Callable], inputs: list, rounds: int, cycles: int) -> dict[str, float | None]:
+def time_cycles(fns: dict[str, Callable], inputs: list, rounds: int, cycles: int) -> tuple[dict, dict]:
     """Median over interleaved rounds of the per-call time (s) of each
-    variant; a round calls each variant ``cycles`` times over all inputs."""
+    variant, and the per-round times; a round calls each variant ``cycles``
+    times over all inputs."""
     per: dict[str, list[float]] = {v: [] for v in fns}
     pc = time.perf_counter
     n = cycles * len(inputs)
@@ -347,7 +348,7 @@ def time_cycles(fns: dict[str, Callable], inputs: list, rounds: int, cycles: int
     finally:
         if gc_on:
             gc.enable()
-    return {v: statistics.median(per[v]) for v in fns}
+    return {v: statistics.median(per[v]) for v in fns}, per
 
 
 def remeasure_compile(w: DynWorkload, b: Built, row: dict, repeats: int) -> None:
@@ -392,7 +393,7 @@ def run_workload(w: DynWorkload, rounds: int, repeats: int) -> dict:
         if fn is not None and row[c]["correct"]:
             fns[c] = fn
     try:
-        med = time_cycles(fns, b.inputs, rounds, w.cycles)
+        med, row["per_round_s"] = time_cycles(fns, b.inputs, rounds, w.cycles)
     except Exception as e:  # noqa: BLE001
         row["timing_error"] = S.err_text(e)
         med = {}
@@ -543,7 +544,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=DEFAULT_JSON)
     ap.add_argument("--md", default=DEFAULT_MD)
     opts = ap.parse_args(argv)
-    rounds = opts.rounds or (3 if opts.quick else 7)
+    rounds = opts.rounds or (3 if opts.quick else 15)
     repeats = opts.compile_repeats or (1 if opts.quick else 3)
     torch.set_num_threads(opts.threads)
     warnings.filterwarnings("ignore", category=UserWarning, module="torch")
