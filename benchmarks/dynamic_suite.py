@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import io
 import json
 import logging
 import os
@@ -56,8 +55,8 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
