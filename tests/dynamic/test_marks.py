@@ -28,8 +28,9 @@ def test_mark_dynamic_specialised_is_a_clear_error():
         return x
     x = torch.randn(8, 3)
     armature.mark_dynamic(x, 0)
-    with pytest.raises(armature.DynamicDimSpecialized, match=r"size\(\)\[0\]"):
+    with pytest.raises(armature.DynamicDimSpecialized, match=r"size\(\)\[0\]") as info:
         armature.compile(f, backend="eager")(x)
+    assert "if x.shape[0] == 8:" in str(info.value) and "test_marks.py" in str(info.value)
 
 
 def test_maybe_mark_dynamic_may_be_specialised():
@@ -63,6 +64,25 @@ def test_mark_static_keeps_dims_static_under_dynamic_true():
         armature.mark_static(x, 0)
         same(_sum_rows(x), cf(x))
     assert compiles(cf) == 3
+
+
+def test_whitelist_makes_a_parameter_dynamic():
+    class M(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(n, 3))
+
+        def forward(self, i):
+            return self.table[i] * self.table.shape[0]
+
+    m = M(4)
+    cf = armature.compile(m, backend="eager")
+    with armature.config.patch(dynamic_sources=r".*table"):
+        for n in (4, 5, 6):
+            m.table = torch.nn.Parameter(torch.randn(n, 3))   # a table that grows
+            i = torch.tensor([0, 2])
+            same(m(i), cf(i))
+    assert len(armature.cache_entries(cf)) == 1
 
 
 def test_mark_static_on_a_module_beats_the_whitelist():

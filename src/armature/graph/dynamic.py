@@ -294,7 +294,7 @@ def shape_guards(graph) -> list:
     except Exception as e:
         from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
         if isinstance(e, ConstraintViolationError):
-            raise DynamicDimSpecialized(str(e)) from None
+            raise DynamicDimSpecialized(_violation_message(graph, str(e))) from None
         raise
     texts += _specialised_dims(graph)
     import math
@@ -347,6 +347,21 @@ def _specialised_dims(graph) -> list[str]:
                     if expr.is_number:
                         out.append(f"{source.text}.{prop}()[{d}] == {int(expr)}")
     return out
+
+
+def _violation_message(graph, text: str) -> str:
+    """torch's constraint message, in user terms, plus the user lines whose
+    code constrained the marked dims."""
+    text = _user_text(graph, text.split(" If you're using Dim.DYNAMIC")[0])
+    env = graph.shape_env
+    lines = []
+    for g, loc in graph.guard_locations.values():
+        names = {str(armature_source_of(src)) for sym in g.expr.free_symbols for src in env.var_to_sources.get(sym, ())}
+        if loc is not None and any(n in text for n in names):
+            lines.append(f"  {loc.filename}:{loc.lineno}: {loc.source_line}   ({g.expr})")
+    where = ("\nSpecialised by:\n" + "\n".join(dict.fromkeys(lines))) if lines else ""
+    return (f"armature.mark_dynamic: {text.strip()}{where}\nFix: remove the mark, use "
+            "armature.maybe_mark_dynamic, or change the code that compares the size with a constant.")
 
 
 def _user_text(graph, text: str) -> str:

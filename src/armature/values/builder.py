@@ -108,8 +108,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             raise Unsupported(f"tensor subclass {t.__qualname__}",
                               hint="tensor subclasses are on the roadmap; this frame runs eagerly")
         from ..guards.sources import ModuleMemberSource
+        from ..graph.dynamic import whitelisted
         if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
-                and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources:
+                and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
+                and (source in ctx.policy.static_sources or not whitelisted(source)[0]):
             _guard(ctx, Kind.ID_MATCH, source, obj)
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)
