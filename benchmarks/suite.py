@@ -152,7 +152,13 @@ def _importable(mod: str) -> bool:
 
 
 def _module_codes(model) -> tuple:
-    return (type(model).forward.__code__, torch.nn.Module._call_impl.__code__)
+    """Where torch.compile keeps a compiled module's cache entries: torch
+    2.14 compiles the ``inner`` wrapper of ``external_utils.wrap_inline``
+    (one code object shared by every compiled module), earlier releases
+    ``forward`` or ``_call_impl``."""
+    from torch._dynamo import external_utils
+    inner = external_utils.wrap_inline(lambda: None).__code__
+    return (type(model).forward.__code__, torch.nn.Module._call_impl.__code__, inner)
 
 
 # ---------------------------------------------------------------- hard Python

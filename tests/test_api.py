@@ -309,7 +309,7 @@ def with_print(x):
 
 
 def with_item(x):
-    return x * x.sum().item()
+    return x * 2 if x.sum().item() > 0 else x   # (a branch on .item(): data-dependent)
 
 
 def _line_of(fn, needle):

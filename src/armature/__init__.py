@@ -8,11 +8,14 @@ from .backends import list_backends, register_backend
 from .diagnostics.errors import ArmatureError, Unsupported
 from .runtime.compile_frame import BackendCompilerFailed
 from .runtime.explain import ExplainOutput, explain
+from .graph.dynamic import DynamicDimSpecialized
 from .runtime.markers import disable, graph_break
+from .runtime.marks import mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
 
 __all__ = [
     "compile", "reset", "list_backends", "register_backend", "cache_entries", "config",
     "Unsupported", "ArmatureError", "BackendCompilerFailed", "CompiledFunction", "CompiledModule",
     "explain", "ExplainOutput", "graph_break", "disable",
+    "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked", "DynamicDimSpecialized",
 ]
 __version__ = "0.1.0"

@@ -18,6 +18,7 @@ from . import config as config_mod
 from .backends import lookup_backend
 from .diagnostics import logs
 from .diagnostics.errors import Unsupported
+from .graph.dynamic import DynamicDimSpecialized
 from .guards.build import explain_failure
 from .runtime.cache import CodeCache, new_cache, reset_all
 from .runtime.compile_frame import compile_call
@@ -33,10 +34,12 @@ class CompiledFunction:
     """A compiled Python function (or a function bound to one object)."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
-                 bound_self: Any = None, has_self: bool = False):
+                 bound_self: Any = None, has_self: bool = False, dynamic: bool | None = None):
         self._fn = fn
         self._backend = backend
         self._fullgraph = fullgraph
+        #: the dynamic-shapes policy: None (automatic), True, False
+        self._dynamic = dynamic
         self._self = bound_self
         self._has_self = has_self
         self._cache: CodeCache = new_cache(fn.__code__)
@@ -81,8 +84,8 @@ class CompiledFunction:
             reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
             _note_changed_number(cache, f, args, kwargs)
             cache.recompile_reasons.append(reason)
-            log_recompiles.debug("recompiling %s (recompile %d): guard failed: %s",
-                                 f.__qualname__, cache.recompiles, reason)
+            log_recompiles.debug("recompiling %s (recompile %d): guard failed: %s%s",
+                                 f.__qualname__, cache.recompiles, reason, _whitelist_hint(cache, self._dynamic))
             if len(cache.entries) >= config_mod.config.recompile_limit:
                 cache.limit_hit = True
                 warnings.warn(
@@ -94,9 +97,11 @@ class CompiledFunction:
                 return f(*args, **kwargs)
         try:
             entry = compile_call(f, args, kwargs, self._backend, self._fullgraph,
-                                 dynamic_sources=cache.dynamic_sources)
+                                 dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic))
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
+        except DynamicDimSpecialized as e:
+            raise e.with_traceback(None) from None
         if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
             return f(*args, **kwargs)
         cache.add(entry)
@@ -117,7 +122,7 @@ class CompiledModule(torch.nn.Module):
     same dicts, so ``state_dict`` keys are identical) and forwards attribute
     access; calling it runs the compiled ``forward``."""
 
-    def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool):
+    def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool, dynamic: bool | None = None):
         super().__init__()
         d = self.__dict__
         d["_orig_mod"] = mod
@@ -127,13 +132,14 @@ class CompiledModule(torch.nn.Module):
         d["_non_persistent_buffers_set"] = mod._non_persistent_buffers_set
         d["_armature_backend"] = backend
         d["_armature_fullgraph"] = fullgraph
+        d["_armature_dynamic"] = dynamic
         d["_armature_forwards"] = {}
 
     def _compiled_call(self) -> CompiledFunction:
         cf = self._armature_forwards.get("call")
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
-                                  bound_self=self._orig_mod, has_self=True)
+                                  bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic)
             self._armature_forwards["call"] = cf
         return cf
 
@@ -193,6 +199,11 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             continue
         if g.kind is Kind.CONSTANT_MATCH and type(g.expected) in (int, float):
             cache.dynamic_sources.add(g.source)
+        if g.kind in (Kind.TENSOR_MATCH, Kind.SHAPE, Kind.CONSTANT_MATCH):
+            # automatic dynamic: every input dim (and int argument) whose
+            # value changed, not only the first guard that noticed, so a
+            # call that changes batch and length costs one recompile
+            _note_all_changes(cache, f, entry, args, kwargs)
         if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
             from .values.symbolic import LengthSource
             cache.dynamic_sources.add(LengthSource(g.source))
@@ -202,6 +213,48 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
         if g.kind is Kind.ID_MATCH and isinstance(g.source, ModuleMemberSource) and \
                 g.source.table in ("_parameters", "_buffers"):
             cache.dynamic_sources.add(g.source)
+
+
+def _whitelist_hint(cache, mode) -> str:
+    """After automatic-dynamic recompiles: the ready-made whitelist line that
+    makes the changing sizes and ints dynamic from the first compile."""
+    if mode is False or not (cache.auto_dims or cache.policy(mode).auto_ints):
+        return ""
+    items = [f"{src}:{d}" for src, dims in cache.auto_dims.items() for d in sorted(dims)]
+    items += sorted(str(s) for s in cache.policy(mode).auto_ints if not _is_module_member(s))
+    return ("\n  these change between calls and are now dynamic; to make them dynamic from the first "
+            f"compile: ARMATURE_DYNAMIC_SOURCES={','.join(items)}")
+
+
+def _is_module_member(source) -> bool:
+    from .guards.sources import ModuleMemberSource
+    return isinstance(source, ModuleMemberSource)
+
+
+def _note_all_changes(cache, f, entry, args, kwargs) -> None:
+    from .guards.build import read_source
+    from .guards.guard import Kind
+    from .guards.sources import ModuleMemberSource
+    for g in entry.guards:
+        if g.source is None or isinstance(g.source, ModuleMemberSource):
+            continue
+        if g.kind is Kind.TENSOR_MATCH:
+            _note_changed_dims(cache, f, g, args, kwargs)
+        elif g.kind is Kind.CONSTANT_MATCH and type(g.expected) is int and g.source not in cache.dynamic_sources:
+            now = read_source(f, g.source, args, kwargs)
+            if type(now) is int and now != g.expected:
+                cache.dynamic_sources.add(g.source)
+
+
+def _note_changed_dims(cache, f, g, args, kwargs) -> None:
+    from .guards.build import read_source
+    now = read_source(f, g.source, args, kwargs)
+    meta = g.expected
+    if not isinstance(now, torch.Tensor) or now.dim() != len(meta.size) or now.dtype != meta.dtype:
+        return
+    changed = {d for d, n in enumerate(meta.size) if n is not None and now.size(d) != n}
+    if changed:
+        cache.auto_dims.setdefault(g.source, set()).update(changed)
 
 
 def _module_call(self, *args, **kwargs):
@@ -232,26 +285,25 @@ def compile(model: Callable | None = None, *, backend: str | Callable = "inducto
         raise TypeError(f"armature.compile: dynamic must be None, True or False, got {dynamic!r}")
     if not isinstance(disable, bool):
         raise TypeError(f"armature.compile: disable must be a bool, got {disable!r}")
-    if dynamic:
-        warnings.warn("armature.compile(dynamic=True): dynamic shapes are not implemented yet; "
-                      "shapes are specialised (static) and a shape change recompiles", stacklevel=2)
     backend_fn = lookup_backend(backend, mode=mode, options=options)
 
     def wrap(obj):
         if disable:
             return obj
         if isinstance(obj, torch.nn.Module):
-            return CompiledModule(obj, backend_fn, fullgraph)
+            return CompiledModule(obj, backend_fn, fullgraph, dynamic)
         if isinstance(obj, CompiledFunction):
             obj = obj._fn if not obj._has_self else types.MethodType(obj._fn, obj._self)
         if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
-            return CompiledFunction(obj.__func__, backend_fn, fullgraph, bound_self=obj.__self__, has_self=True)
+            return CompiledFunction(obj.__func__, backend_fn, fullgraph, bound_self=obj.__self__, has_self=True,
+                                    dynamic=dynamic)
         if isinstance(obj, types.FunctionType):
-            return CompiledFunction(obj, backend_fn, fullgraph)
+            return CompiledFunction(obj, backend_fn, fullgraph, dynamic=dynamic)
         if callable(obj):
             call = getattr(type(obj), "__call__", None)
             if isinstance(call, types.FunctionType):
-                return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True)
+                return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True,
+                                        dynamic=dynamic)
             raise TypeError(f"armature.compile: cannot compile {obj!r}: it is a {type(obj).__name__} "
                             "implemented in C; compile a Python function or nn.Module that calls it")
         raise TypeError(f"armature.compile: expected a function or nn.Module, got {type(obj).__name__}")

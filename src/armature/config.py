@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from typing import Any
 
 
@@ -28,9 +29,32 @@ class Config:
     #:   graph inputs, so one compiled graph serves every instance of a class
     #:   (e.g. one function called with many layers of the same kind).
     module_parameters: str = "attributes"
+    #: names (as logs print them: ``x``, ``self.cache_len``, ``batch["ids"]``)
+    #: of ints and tensor dimensions that are dynamic from the first compile,
+    #: comma separated; each a literal or a regular expression, optionally
+    #: ``name:dim``.  Overrides ``dynamic=False`` and static parameters.
+    #: Default: the ARMATURE_DYNAMIC_SOURCES environment variable.
+    dynamic_sources: str = dataclasses.field(default_factory=lambda: os.environ.get("ARMATURE_DYNAMIC_SOURCES", ""))
+
+    #: ``.item()``, ``int(t)``, ``float(t)`` and ``tolist()`` of small tensors
+    #: stay in the graph as unbacked SymInts/SymFloats instead of graph
+    #: breaks (on with fullgraph=True).
+    capture_scalar_outputs: bool = False
+    #: ops whose output size depends on data (``nonzero``, boolean masks,
+    #: ``unique``) stay in the graph with unbacked sizes (on with fullgraph=True).
+    capture_dynamic_output_shape_ops: bool = False
+
+    def dynamic_sources_list(self) -> list[str]:
+        return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 
 
 config = Config()
+
+
+def dynamic_sources_list() -> list[str]:
+    return config.dynamic_sources_list()
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 

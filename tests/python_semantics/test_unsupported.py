@@ -70,12 +70,15 @@ def data_dependent_branch(x):
 
 
 def tensor_item(x):
-    v = x.sum().item()  # <- unsupported
-    return x * v
+    # .item() itself stays in the graph under fullgraph (capture_scalar_outputs);
+    # a branch on its value cannot
+    if x.sum().item() > 0:  # <- unsupported
+        return x * 2
+    return x
 
 
 def tensor_tolist(x):
-    vals = x.tolist()  # <- unsupported
+    vals = x.repeat(100).tolist()  # <- unsupported (too large to unroll into the graph)
     return x + len(vals)
 
 
@@ -127,7 +130,7 @@ UNSUPPORTED = [
     ucase(id_as_dict_key, X, construct="id()"),
     ucase(print_call, X, construct="print"),
     ucase(data_dependent_branch, X, construct="data"),
-    ucase(tensor_item, X, construct="item"),
+    ucase(tensor_item, X, construct="data-dependent"),
     ucase(tensor_tolist, X, construct="tolist"),
     ucase(eval_string, X, construct="eval"),
     ucase(os_getcwd, X, construct="getcwd"),

@@ -155,15 +155,36 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
     if isinstance(value, UserFunctionValue):
         if not _identifier_params(value.fn.__code__):
             return value   # e.g. a comprehension's ".0": cannot be compiled on its own; runs as Python
-        return _Wrapped(compiled_wrapper_for(value.fn, backend))
+        return _Wrapped(compiled_wrapper_for(value.fn, backend, tx.ctx.policy.mode))
     from ..values.functions import NestedFunctionValue
     if isinstance(value, NestedFunctionValue) and _identifier_params(value.code):
         # (a comprehension's ".0" argument cannot be a guard parameter)
         from ..runtime.wrappers import nested_compiled_for
         return _WrappedNested(nested_compiled_for(value.code, backend), value)
     if isinstance(value, BoundMethodValue) and isinstance(value.func, UserFunctionValue):
-        return _Wrapped(compiled_wrapper_for(value.func.fn, backend), value.obj)
+        return _Wrapped(compiled_wrapper_for(value.func.fn, backend, tx.ctx.policy.mode), value.obj)
     return value
+
+
+def seed_dynamism(resume, stack: list, locals_: dict) -> None:
+    """Dynamism survives a break: the resume function's first trace treats
+    as dynamic whatever was dynamic here (tensor dims that were symbols,
+    ints that were), instead of compiling static and recompiling on the
+    next size."""
+    from ..guards.sources import LocalSource
+    from ..values.symbolic import SymbolicNumberValue
+    from ..values.tensor import TensorValue
+    from .resume import STACK_ARG
+    named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
+    named += list(locals_.items())
+    cache = resume._cache
+    for name, v in named:
+        if isinstance(v, TensorValue):
+            dims = {d for d, n in enumerate(v.fake.size()) if isinstance(n, __import__("torch").SymInt)}
+            if dims:
+                cache.auto_dims.setdefault(LocalSource(name), set()).update(dims)
+        elif isinstance(v, SymbolicNumberValue) and v.sym is not None and type(v.example) is int:
+            cache.dynamic_sources.add(LocalSource(name))
 
 
 def _identifier_params(code) -> bool:
@@ -267,9 +288,10 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         from .resume import ResumeNotPossible
         try:
             resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
-                                         cell_names, backend)
+                                         cell_names, backend, dynamic=ctx.policy.mode)
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e
+        seed_dynamism(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
         operands = [resume]
         for t, k in zip(slots, slot_kinds):
             if k == NULL_SLOT:

@@ -96,6 +96,16 @@ class InternalError(ArmatureError):
     test: an internal error is a bug to fix, not a break reason."""
 
 
+def data_dependent(e: Exception) -> Unsupported:
+    """A branch, index or specialisation that needs the value of an unbacked
+    (data-dependent) symbol: a graph break there, as for any data-dependent
+    control flow."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return Unsupported(f"the value of a data-dependent size or scalar is needed here ({first})",
+                       hint="without fullgraph the frame is split here (a graph break); torch._check(...) "
+                            "can tell armature a fact about the value, e.g. torch._check(n >= 0)")
+
+
 def strict_internal_errors() -> bool:
     """The test-only switch: internal errors propagate instead of falling back."""
     return os.environ.get("ARMATURE_STRICT_INTERNAL_ERRORS") == "1"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
-ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks")
+ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic")
 
 _root = logging.getLogger("armature")
 

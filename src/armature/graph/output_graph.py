@@ -19,18 +19,23 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..diagnostics.errors import Unsupported
 from ..guards.sources import Source
+from .dynamic import SizeSource, SourceNames
 
 
 class GraphInput:
+    """A placeholder of the graph: a tensor, or (dynamic shapes) a SymInt
+    read at run time from its source (a size, an int argument)."""
+
     __slots__ = ("node", "real", "source")
 
-    def __init__(self, node: torch.fx.Node, real: torch.Tensor, source: Source):
+    def __init__(self, node: torch.fx.Node, real: "torch.Tensor | int", source: Source):
         self.node, self.real, self.source = node, real, source
 
 
 class OutputGraph:
-    def __init__(self):
-        self.shape_env = ShapeEnv(allow_scalar_outputs=False, allow_dynamic_output_shape_ops=False)
+    def __init__(self, scalar_outputs: bool = False, dynamic_output_shapes: bool = False):
+        self.shape_env = ShapeEnv(allow_scalar_outputs=scalar_outputs,
+                                  allow_dynamic_output_shape_ops=dynamic_output_shapes)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []
@@ -40,23 +45,87 @@ class OutputGraph:
         self.op_count = 0
         #: some node writes into a tensor in place (an input may be mutated)
         self.mutates = False
+        #: names of sources as ShapeEnv sees them (graph/dynamic.py)
+        self.source_names = SourceNames()
+        #: every input that carries ShapeEnv symbols, with its ShapeEnv
+        #: source: what ``shape_guards`` asks the ShapeEnv about
+        self.symbolic_inputs: list[tuple[Any, Any]] = []
+        self.symbolic_contexts: list = []     # (their symbolic contexts: mark_dynamic constraints)
+        #: tensor placeholder -> its symbolic context (dynamic tensors only;
+        #: runtime/specialize.py reads the ``specialize_on`` predicates)
+        self.input_contexts: dict[torch.fx.Node, Any] = {}
+        #: ShapeEnv symbol -> its SymInt placeholder
+        self.symbol_nodes: dict[Any, torch.fx.Node] = {}
+        #: id(ShapeEnv guard) -> (guard, user location that made it)
+        self.guard_locations: dict[int, tuple] = {}
 
     # --- inputs -------------------------------------------------------------
-    def add_input(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
-        name = self._unique(_identifier(str(source)))
+    def _placeholder(self, name: str) -> torch.fx.Node:
         if self._last_placeholder is None:
             first = next(iter(self.graph.nodes), None)
             ctx = self.graph.inserting_before(first) if first is not None else _nullcontext()
         else:
             ctx = self.graph.inserting_after(self._last_placeholder)
         with ctx:
-            node = self.graph.placeholder(name)
+            node = self.graph.placeholder(self._unique(_identifier(name)))
         self._last_placeholder = node
-        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        return node
+
+    def add_input(self, real: torch.Tensor, source: Source,
+                  symbolic_context=None) -> tuple[torch.fx.Node, torch.Tensor]:
+        """A tensor input; with a symbolic context (graph/dynamic.py) its
+        dynamic dims are ShapeEnv symbols, each bound by a SymInt
+        placeholder ahead of the tensor's, as torch.compile does."""
+        if symbolic_context is None:
+            fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        else:
+            env_source = self.source_names.shape_env_source(source)
+            fake = self.fake_mode.from_tensor(real, source=env_source, symbolic_context=symbolic_context)
+            self.symbolic_inputs.append((fake, env_source))
+            self.symbolic_contexts.append(symbolic_context)
+            for d, size in enumerate(fake.size()):
+                if isinstance(size, torch.SymInt):
+                    self.bind_symbol(size, int(real.size(d)), SizeSource(source, d))
+        node = self._placeholder(str(source))
         node.meta["example_value"] = fake
         node.meta["val"] = fake
+        if symbolic_context is not None:
+            self.input_contexts[node] = symbolic_context
         self.inputs.append(GraphInput(node, real, source))
         return node, fake
+
+    def bind_symbol(self, sym: torch.SymInt, real: int, source: Source) -> torch.fx.Node | None:
+        """The SymInt placeholder of a plain symbol (made on first need);
+        None when ``sym`` is an expression, not a symbol."""
+        import sympy
+        expr = sym.node.expr
+        if not isinstance(expr, sympy.Symbol):
+            return None
+        node = self.symbol_nodes.get(expr)
+        if node is None:
+            node = self._placeholder(str(expr))
+            node.meta["example_value"] = sym
+            node.meta["val"] = sym
+            self.symbol_nodes[expr] = node
+            self.inputs.append(GraphInput(node, real, source))
+        return node
+
+    def note_shape_guards(self, start: int, location) -> None:
+        """The user line that made the ShapeEnv guards from ``start`` on (a
+        branch on a size, a specialisation): for ARMATURE_LOGS=dynamic and
+        for errors about specialised ``mark_dynamic`` dims."""
+        for g in self.shape_env.guards[start:]:
+            self.guard_locations.setdefault(id(g), (g, location))
+
+    def new_int_symbol(self, value: int, source: Source) -> torch.SymInt:
+        """A Python int read from ``source`` as a ShapeEnv symbol (not
+        assumed positive, 0 and 1 not specialised)."""
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+        env_source = self.source_names.shape_env_source(source)
+        sym = self.shape_env.create_unspecified_symint_and_symbol(value, env_source, DimDynamic.DYNAMIC)
+        self.symbolic_inputs.append((sym, env_source))
+        self.symbolic_contexts.append(None)
+        return sym
 
     def add_attr(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
         """A parameter or buffer of an identity-guarded module: a ``get_attr``
@@ -94,6 +163,13 @@ class OutputGraph:
             self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
+        if self.shape_env.pending_fresh_unbacked_symbols:
+            # the node that makes a data-dependent symbol binds it (what
+            # aot_autograd and inductor look for)
+            from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+            bindings = compute_unbacked_bindings(self.shape_env, example)
+            if bindings:
+                node.meta["unbacked_bindings"] = bindings
         self.op_count += 1
         return node, example
 
@@ -117,8 +193,15 @@ class OutputGraph:
         gm = torch.fx.GraphModule(root, self.graph, class_name="ArmatureGraph")
         return gm
 
-    def example_inputs(self) -> list[torch.Tensor]:
-        return [i.real for i in self.inputs]
+    def example_inputs(self) -> list:
+        """What backends get: the real tensors, and for SymInt placeholders
+        the SymInts themselves (as torch.compile passes them), so that
+        aot_autograd and inductor reuse the trace's symbols instead of
+        making new ones the entry's guards know nothing about."""
+        return [i.node.meta["val"] if not isinstance(i.real, torch.Tensor) else i.real for i in self.inputs]
+
+    def tensor_inputs(self) -> list[GraphInput]:
+        return [i for i in self.inputs if isinstance(i.real, torch.Tensor)]
 
 
 class _nullcontext:

@@ -29,6 +29,8 @@ class _Pool:
         self.shared = shared or set()
         self.bound: dict[Any, str] = {}
         self.nvars = 0
+        #: names SHAPE guards bound so far (Guard.binds)
+        self.bound_names: set[str] = set()
 
     def _var(self) -> str:
         self.nvars += 1
@@ -156,6 +158,13 @@ def explain_failure(fn: types.FunctionType, guards: list[Guard], args, kwargs) -
         return None
     if g == "unbound":
         return "the call's arguments no longer bind the same way"
+    if g.kind is Kind.SHAPE:
+        return f"{g.describe()} failed"
+    if g.kind is Kind.TENSOR_MATCH:
+        value = read_source(fn, g.source, args, kwargs)
+        mismatch = _tensor_mismatch(g, value)
+        if mismatch is not None:
+            return mismatch
     now = _current_value(fn, g, args, kwargs)
     return f"{g.describe()}  (now: {now})"
 
@@ -177,11 +186,19 @@ def failed_guard(fn: types.FunctionType, guards: list[Guard], args, kwargs):
     return None
 
 
-def _current_value(fn, g: Guard, args, kwargs) -> str:
-    if g.source is None:
-        return "changed"
+class _Unreadable:
+    def __init__(self, e: Exception):
+        self.e = e
+
+    def __repr__(self):
+        return f"<{type(self.e).__name__}: {self.e}>"
+
+
+def read_source(fn: types.FunctionType, source, args, kwargs):
+    """The value ``source`` denotes for this call (slow path: a miss), or an
+    ``_Unreadable`` when it no longer resolves."""
     pool = _Pool()
-    expr = g.source.expr(pool)
+    expr = source.expr(pool)
     sig = signature_text(fn.__code__, [pool.const(d) for d in (fn.__defaults__ or ())],
                          {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()})
     src = (f"def ___make({', '.join(pool.names.values())}):\n"
@@ -189,9 +206,21 @@ def _current_value(fn, g: Guard, args, kwargs) -> str:
     ns: dict[str, Any] = {}
     try:
         exec(src, ns)
-        value = ns["___make"](*pool.objs)(*args, ___f=fn, **kwargs)
+        return ns["___make"](*pool.objs)(*args, ___f=fn, **kwargs)
     except Exception as e:  # the source itself no longer resolves
-        return f"<{type(e).__name__}: {e}>"
+        return _Unreadable(e)
+
+
+def _current_value(fn, g: Guard, args, kwargs) -> str:
+    if g.source is None:
+        return "changed"
+    value = read_source(fn, g.source, args, kwargs)
+    if isinstance(value, _Unreadable):
+        return repr(value)
+    if g.kind is Kind.TENSOR_MATCH:
+        described = _tensor_mismatch(g, value)
+        if described is not None:
+            return described
     if g.kind is Kind.TENSOR_MATCH:
         import torch
         if isinstance(value, torch.Tensor):
@@ -206,3 +235,24 @@ def _current_value(fn, g: Guard, args, kwargs) -> str:
         return type(value).__qualname__
     text = repr(value)
     return text if len(text) < 80 else text[:77] + "..."
+
+
+def _tensor_mismatch(g: Guard, value) -> str | None:
+    """The first tensor property that no longer matches, in user terms
+    (``x.size()[0] == 8 failed: got 9``)."""
+    import torch
+    meta = g.expected
+    if not isinstance(value, torch.Tensor):
+        return None
+    if type(value) is not meta.cls or value.dtype != meta.dtype or value.device != meta.device \
+            or value.requires_grad != meta.requires_grad:
+        return None
+    if value.dim() != len(meta.size):
+        return f"{g.source}.dim() == {len(meta.size)} failed: got {value.dim()}"
+    for d, n in enumerate(meta.size):
+        if n is not None and value.size(d) != n:
+            return f"{g.source}.size()[{d}] == {n} failed: got {value.size(d)}"
+    for d, n in enumerate(meta.stride):
+        if n is not None and meta.full and value.stride(d) != n:
+            return f"{g.source}.stride()[{d}] == {n} failed: got {value.stride(d)}"
+    return None

@@ -25,7 +25,9 @@ class Kind(enum.IntEnum):
     DICT_KEYS = 9
     SET_EQUALS = 10
     TENSOR_MATCH = 11
-    DISTINCT = 12
+    #: a relation between sizes and ints from the ShapeEnv (``x.size()[0] >= 2``)
+    SHAPE = 12
+    DISTINCT = 13
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,18 @@ class TensorMeta:
     full: bool = True
 
     @classmethod
-    def of(cls, t: torch.Tensor, full: bool = True) -> "TensorMeta":
-        return cls(type(t), t.dtype, t.device, tuple(t.size()), tuple(t.stride()), t.requires_grad, full)
+    def of(cls, t: torch.Tensor, full: bool = True, fake: torch.Tensor | None = None) -> "TensorMeta":
+        """Sizes and strides that are ShapeEnv symbols in ``fake`` are None:
+        the ShapeEnv's own guards check those (Kind.SHAPE)."""
+        size, stride = tuple(t.size()), tuple(t.stride())
+        if fake is not None:
+            size = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(size, fake.size()))
+            stride = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(stride, fake.stride()))
+        return cls(type(t), t.dtype, t.device, size, stride, t.requires_grad, full)
+
+    @property
+    def dynamic(self) -> bool:
+        return None in self.size or None in self.stride
 
 
 @dataclass(eq=False)
@@ -56,6 +68,9 @@ class Guard:
     consts: dict = field(default_factory=dict)
     #: how a GLOBAL_STATE guard reads to users
     label: str | None = None
+    #: SHAPE guards: locals the text reads, bound once per guard function at
+    #: their first use ({"___sz0": "x.size()"}), so ``x.size()`` is called once
+    binds: dict = field(default_factory=dict)
 
     def key(self):
         exp = self.expected
@@ -74,13 +89,16 @@ class Guard:
         if self.kind is Kind.DISTINCT:
             items = ", ".join(f"id({pool.render(s)})" for s in self.expected)
             return f"len({{{items}}}) == {len(self.expected)}"
-        if self.kind is Kind.GLOBAL_STATE:
-            import re
-            names = {name: pool.const(obj) for name, obj in self.consts.items()}
-            if not names:
-                return self.text
-            pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-            return pattern.sub(lambda m: names[m.group(1)], self.text)
+        if self.kind in (Kind.GLOBAL_STATE, Kind.SHAPE):
+            text = self._with_consts(self.text, pool)
+            bound = getattr(pool, "bound_names", None)
+            prefix = []
+            for name, value in self.binds.items():
+                if bound is None or name not in bound:
+                    prefix.append(f"({name} := {self._with_consts(value, pool)}) is not None")
+                    if bound is not None:
+                        bound.add(name)
+            return " and ".join(prefix + [text]) if prefix else text
         e = pool.render(self.source)
         exp = self.expected
         if self.kind is Kind.ID_MATCH:
@@ -120,14 +138,26 @@ class Guard:
             return tensor_match_expr(first, rest, exp, pool)
         raise AssertionError(self.kind)
 
+    def _with_consts(self, text: str, pool: ConstPool) -> str:
+        import re
+        names = {name: pool.const(obj) for name, obj in self.consts.items()}
+        if not names:
+            return text
+        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+        return pattern.sub(lambda m: names[m.group(1)], text)
+
     def describe(self) -> str:
         """A line for logs and explain(): what is assumed about what."""
         src = str(self.source) if self.source is not None else "<global state>"
         exp = self.expected
         if self.kind is Kind.TENSOR_MATCH:
+            size = [("*" if n is None else n) for n in exp.size]
+            stride = [("*" if n is None else n) for n in exp.stride]
             return (f"{src}: {exp.cls.__name__} {str(exp.dtype).replace('torch.', '')} "
-                    f"{exp.device} size={list(exp.size)} stride={list(exp.stride)} "
+                    f"{exp.device} size={size} stride={stride} "
                     f"requires_grad={exp.requires_grad}")
+        if self.kind is Kind.SHAPE:
+            return self.label or self.text
         if self.kind is Kind.GLOBAL_STATE:
             return f"global state: {self.label or self.text}"
         if self.kind is Kind.DISTINCT:
@@ -180,7 +210,14 @@ def tensor_match_expr(first: str, e: str, meta: TensorMeta, pool: ConstPool) -> 
     else:
         parts.append(f"{e}.device == {pool.const(dev)}")
     parts.append(f"{e}.requires_grad is {meta.requires_grad}")
-    parts.append(f"{e}.size() == {meta.size!r}")
+    if not meta.dynamic:
+        parts.append(f"{e}.size() == {meta.size!r}")
+        if meta.full:
+            parts.append(f"{e}.stride() == {meta.stride!r}")
+        return " and ".join(parts)
+    # dynamic dims are checked by the ShapeEnv's guards; the rest here
+    parts.append(f"{e}.dim() == {len(meta.size)}")
+    parts.extend(f"{e}.size({d}) == {n}" for d, n in enumerate(meta.size) if n is not None)
     if meta.full:
-        parts.append(f"{e}.stride() == {meta.stride!r}")
+        parts.extend(f"{e}.stride({d}) == {n}" for d, n in enumerate(meta.stride) if n is not None)
     return " and ".join(parts)

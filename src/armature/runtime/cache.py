@@ -34,6 +34,16 @@ class CacheEntry:
     def is_fallback(self) -> bool:
         return self.fallback_reason is not None
 
+    @property
+    def specializations(self) -> list:
+        """The graph's specializations (``mark_dynamic(..., specialize_on=)``),
+        compiled or not yet: each a runtime.specialize.Specialization.  They
+        are part of this entry, not entries of their own."""
+        from .specialize import SpecializingGraph
+        if isinstance(self.compiled_graph, SpecializingGraph):
+            return list(self.compiled_graph.specializations)
+        return []
+
 
 @dataclass(eq=False)
 class CodeCache:
@@ -48,6 +58,15 @@ class CodeCache:
     #: sources of Python numbers that changed between calls: later traces
     #: keep them symbolic (computed in residual code) instead of specialising
     dynamic_sources: set = field(default_factory=set)
+    #: tensor dims whose size changed between calls: {Source: {dim, ...}}
+    #: (automatic dynamic: they are symbolic in later traces)
+    auto_dims: dict = field(default_factory=dict)
+
+    def policy(self, mode: bool | None):
+        """What the next trace of this code may treat as dynamic."""
+        from ..graph.dynamic import DynamicPolicy
+        return DynamicPolicy(mode=mode, auto_dims=self.auto_dims,
+                             auto_ints={s for s in self.dynamic_sources if _is_int_source(s)})
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
@@ -58,6 +77,7 @@ class CodeCache:
         self.limit_hit = False
         self.recompile_reasons.clear()
         self.dynamic_sources.clear()
+        self.auto_dims.clear()
 
 
 _ALL: "weakref.WeakSet[CodeCache]" = weakref.WeakSet()
@@ -72,3 +92,8 @@ def new_cache(code: types.CodeType) -> CodeCache:
 def reset_all() -> None:
     for c in list(_ALL):
         c.clear()
+
+
+def _is_int_source(source) -> bool:
+    from ..values.symbolic import LengthSource
+    return not isinstance(source, LengthSource)

@@ -27,6 +27,7 @@ from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
 from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, UserException, UserLocation,
                                  strict_internal_errors)
+from ..graph.dynamic import log_dynamic_symbols, shape_guards
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
@@ -35,7 +36,7 @@ from ..trace.context import TraceContext, torch_function_mode_guard
 from ..trace.frame import Frame
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
-from . import explain
+from . import explain, specialize
 from .cache import CacheEntry
 
 log_graph = logs.artifact("graph")
@@ -113,7 +114,7 @@ def _binds(fn, args, kwargs) -> bool:
 
 
 def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
-                 dynamic_sources=frozenset()) -> CacheEntry | None:
+                 dynamic_sources=frozenset(), policy=None) -> CacheEntry | None:
     """Trace and compile one call; None when the call is to run as the
     original code without caching anything: the arguments do not bind
     (eager's TypeError), or with fullgraph the program raises an exception
@@ -124,8 +125,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
     naming it; the test suite's strict switch lets it propagate."""
     try:
-        return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources)
-    except (Unsupported, BackendCompilerFailed, InternalError):
+        return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy)
+    except ArmatureError:   # Unsupported, a backend failure, a violated mark_dynamic, strict internal errors
         raise
     except Exception as e:
         what = f"{type(e).__name__} while compiling {fn.__qualname__}: {e}"
@@ -136,7 +137,7 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         return _fallback(fn, [], f"internal error: {what}", 0.0)
 
 
-def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources) -> CacheEntry | None:
+def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, policy) -> CacheEntry | None:
     if not _binds(fn, args, kwargs):
         return None
     if not pyversion.is_supported():
@@ -179,8 +180,10 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources) -
     brk: GraphBreak | None = None
     from_callee = False
     while True:
-        ctx = TraceContext(fn, config_mod.config)
+        ctx = TraceContext(fn, config_mod.config, fullgraph=fullgraph)
         ctx.dynamic_sources = dynamic_sources
+        if policy is not None:
+            ctx.policy = policy
         frame = _root_frame(ctx, fn, args, kwargs)
         frame.break_at = plan
         body = Emitter()
@@ -252,11 +255,17 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         gm = graph.finish(body.graph_outputs)
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("graph of %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
+        specializations = specialize.plan(gm, graph)   # (before the backend may rewrite gm)
         compiled = _compile_graph(gm, graph, backend)
+        if specializations is not None:
+            compiled = specialize.SpecializingGraph(compiled, specializations, backend)
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()
     ctx.add_alias_guards()
+    for g in shape_guards(graph):
+        ctx.guards.add(g)
+    log_dynamic_symbols(fn, graph)
     guards = ctx.guards.as_list()
     guard_fn = build_guard_function(fn, guards)
     input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []

@@ -50,6 +50,9 @@ class ExplainOutput:
     fallbacks: list[str]
     compile_time_s: float
     out: Any = None
+    #: per graph (as ``graphs``): its specializations (``mark_dynamic(...,
+    #: specialize_on=)``), compiled lazily, not counted as graphs
+    specializations: list = field(default_factory=list)
 
     def __str__(self):
         lines = [f"Graph count: {self.graph_count}",
@@ -67,6 +70,10 @@ class ExplainOutput:
         for i, gm in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
+            specs = self.specializations[i] if i < len(self.specializations) else []
+            if specs:
+                lines.append(f"  Specializations of graph {i} (one trace, compiled on first matching call):")
+                lines.extend(f"    - {s}" for s in specs)
         n = sum(len(g) for g in self.guards)
         lines.append(f"Guards ({n} in {len(self.guards)} entries):")
         for i, gs in enumerate(self.guards):
@@ -99,7 +106,7 @@ def explain(fn, backend: str = "eager"):
         compiled = compile_(target, backend=fresh_backend)
         with recording() as entries:
             out = compiled(*args, **kwargs)
-        graphs, ops, guards, reasons, fallbacks = [], [], [], [], []
+        graphs, ops, guards, reasons, fallbacks, specs = [], [], [], [], [], []
         total = 0.0
         for e in entries:
             total += e.compile_time_s
@@ -107,6 +114,7 @@ def explain(fn, backend: str = "eager"):
             if e.graph_module is not None:
                 graphs.append(e.graph_module)
                 ops.append(e.op_count)
+                specs.append(e.specializations)
             if e.graph_break is not None and not e.graph_break.internal:
                 b = e.graph_break
                 loc = b.location
@@ -114,6 +122,7 @@ def explain(fn, backend: str = "eager"):
                                            loc.source_line if loc else None, b.user_stack))
             if e.fallback_reason:
                 fallbacks.append(e.fallback_reason)
-        return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out)
+        return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out,
+                             specs)
 
     return run

@@ -28,15 +28,17 @@ _RESUME: dict[tuple, Any] = {}
 _WRAPPERS: dict[tuple, Any] = {}
 
 
-def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend):
+def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend, dynamic=None):
+    """The compiled resume function of ``code`` at ``offset``; it keeps the
+    caller's dynamic-shapes policy (``dynamic``)."""
     from ..api import CompiledFunction
     from ..codegen.resume import build_resume_code
-    key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__))
+    key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__), dynamic)
     cf = _RESUME.get(key)
     if cf is None:
         rcode = build_resume_code(code, offset, slots, local_names, cell_names)
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name)
-        cf = CompiledFunction(rfn, backend, fullgraph=False)
+        cf = CompiledFunction(rfn, backend, fullgraph=False, dynamic=dynamic)
         _RESUME[key] = cf
     return cf
 
@@ -85,12 +87,12 @@ def nested_compiled_for(code, backend) -> NestedCompiled:
     return nc
 
 
-def compiled_wrapper_for(fn, backend):
+def compiled_wrapper_for(fn, backend, dynamic=None):
     from ..api import CompiledFunction
-    key = (fn, backend)
+    key = (fn, backend, dynamic)
     cf = _WRAPPERS.get(key)
     if cf is None:
-        cf = _WRAPPERS[key] = CompiledFunction(fn, backend, fullgraph=False)
+        cf = _WRAPPERS[key] = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
     return cf
 
 

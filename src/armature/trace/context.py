@@ -40,11 +40,15 @@ def torch_function_mode_guard(depth: int) -> Guard:
 
 
 class TraceContext:
-    def __init__(self, fn: types.FunctionType, config: Config):
+    def __init__(self, fn: types.FunctionType, config: Config, fullgraph: bool = False):
         from ..graph.output_graph import OutputGraph
         self.fn = fn
         self.config = config
-        self.graph = OutputGraph()
+        #: data-dependent values stay in the graph (unbacked symbols)
+        self.capture_scalars = config.capture_scalar_outputs or fullgraph
+        self.capture_dynamic_output_shapes = config.capture_dynamic_output_shape_ops or fullgraph
+        self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
+                                 dynamic_output_shapes=self.capture_dynamic_output_shapes)
         self.guards = GuardSet()
         from ..effects import SideEffects
         self.effects = SideEffects()
@@ -54,6 +58,9 @@ class TraceContext:
         self.instance_dict_owners: dict = {}
         #: sources whose Python numbers stay symbolic (automatic dynamic)
         self.dynamic_sources = frozenset()
+        from ..graph.dynamic import DynamicPolicy
+        #: what may be dynamic in this trace (graph/dynamic.py decides)
+        self.policy = DynamicPolicy()
         self.initial_grad_enabled = torch.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
@@ -97,7 +104,7 @@ class TraceContext:
         Value are not seen through another)."""
         from ..guards.guard import Guard, Kind
         from ..values.symbolic import ScalarTensorSource
-        inputs = [gi for gi in self.graph.inputs if not isinstance(gi.source, ScalarTensorSource)]
+        inputs = [gi for gi in self.graph.tensor_inputs() if not isinstance(gi.source, ScalarTensorSource)]
         if self.graph.mutates and len(inputs) >= 2:
             self.guards.add(Guard(Kind.DISTINCT, None, [gi.source for gi in inputs]))
         mutated = self.effects.mutated_values()

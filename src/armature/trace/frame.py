@@ -10,8 +10,8 @@ import dis
 import functools
 import types
 
-from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, internal_error,
-                                  user_error)
+from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, data_dependent,
+                                  internal_error, user_error)
 from ..values.base import LazyValue, Value
 from . import pyversion
 from .context import TraceContext
@@ -194,6 +194,7 @@ class Frame:
         handlers = pyversion.HANDLERS
         insts = self.instructions
         inst = None
+        shape_guards = self.ctx.graph.shape_env.guards   # (grows as sizes are specialised or compared)
         try:
             while self.return_value is None:
                 if self.ip == self.break_at:
@@ -206,7 +207,10 @@ class Frame:
                 if handler is None:
                     raise Unsupported(f"the bytecode instruction {inst.opname} "
                                       f"(not modelled by armature yet)")
+                seen = len(shape_guards)
                 handler(self, inst)
+                if len(shape_guards) != seen:
+                    self.ctx.graph.note_shape_guards(seen, self.location())
                 if self.yielded is not None:
                     return None
         except Unsupported:
@@ -214,6 +218,9 @@ class Frame:
         except (InternalError, RecursionError):
             raise
         except Exception as e:
+            from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+            if isinstance(e, GuardOnDataDependentSymNode):
+                raise data_dependent(e) from e
             name = inst.opname if inst is not None else "?"
             raise internal_error(f"{type(e).__name__} while tracing {name}: {e}") from e
         return self.return_value

@@ -108,15 +108,24 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             raise Unsupported(f"tensor subclass {t.__qualname__}",
                               hint="tensor subclasses are on the roadmap; this frame runs eagerly")
         from ..guards.sources import ModuleMemberSource
+        from ..graph.dynamic import whitelisted
         if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
-                and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources:
+                and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
+                and (source in ctx.policy.static_sources or not whitelisted(source)[0]):
             _guard(ctx, Kind.ID_MATCH, source, obj)
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)
         else:
-            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj))
-            node, fake = ctx.graph.add_input(obj, source)
+            from ..graph.dynamic import dims_for_tensor
+            node, fake = ctx.graph.add_input(obj, source, dims_for_tensor(ctx.policy, obj, source))
+            _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         return TensorValue(node, fake, cls=t, source=source)
+    if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
+        from ..graph.dynamic import int_is_dynamic
+        if int_is_dynamic(ctx.policy, source):
+            from .symbolic import int_symbol
+            _guard(ctx, Kind.TYPE_MATCH, source, t)
+            return int_symbol(ctx, obj, source)
     if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(t, source)):
         from .symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
@@ -170,6 +179,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
+    if obj is torch._check or obj is torch._check_is_size:
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return torch_ops.CheckValue(obj, source)
     if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return vbuiltins.BuiltinValue(obj, source)

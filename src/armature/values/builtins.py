@@ -100,6 +100,24 @@ def _all_const(*vals) -> bool:
     return all(v.is_python_constant() for v in vals)
 
 
+def _tensor_scalar_rule(kind):
+    """``int(t)`` / ``float(t)`` of a one-element tensor: a graph node when
+    config.capture_scalar_outputs is on (else a graph break)."""
+    def handler(tx, *args, **kwargs):
+        from .base import realize
+        from .tensor import TensorValue
+        if len(args) == 1 and not kwargs:
+            v = realize(tx.ctx, args[0])
+            if isinstance(v, TensorValue):
+                return v.scalar(tx, kind)
+        return fold_call(kind, args, kwargs)
+    return handler
+
+
+RULES[int] = _tensor_scalar_rule(int)
+RULES[float] = _tensor_scalar_rule(float)
+
+
 @rule(len)
 def _len(tx, obj):
     from .base import realize
@@ -109,6 +127,9 @@ def _len(tx, obj):
         n = obj.symbolic_length()
         if n is not None:
             return n
+    from .tensor import TensorValue
+    if isinstance(obj, TensorValue):
+        return obj.symbolic_length(tx)
     return ConstantValue(obj.length(tx))
 
 

@@ -58,6 +58,8 @@ class ModuleValue(Value):
     def _member(self, tx, table: str, name: str, obj) -> Value:
         from .builder import wrap
         src = ModuleMemberSource(self.source, name, table) if self.source is not None else None
+        if src is not None and table != "_modules" and getattr(self.mod, "_armature_static", False):
+            tx.ctx.policy.static_sources.add(src)   # armature.mark_static(module or its class)
         return wrap(tx.ctx, obj, src)
 
     def getattr(self, tx, name):

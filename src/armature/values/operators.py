@@ -8,6 +8,8 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
+import torch
+
 from ..diagnostics.errors import Unsupported, user_error
 from .base import Value, concrete, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
@@ -124,7 +126,9 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
                     graph_call(tx, "call_function", op, [a, t], {})
                     return a
                 return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, t], {})
-        a, b = concrete(tx, a), concrete(tx, b)
+        dynamic = [v for v in (a, b) if isinstance(v, SymbolicNumberValue) and v.sym is not None]
+        if not (dynamic and (isinstance(a, TensorValue) or isinstance(b, TensorValue))):
+            a, b = concrete(tx, a), concrete(tx, b)   # (a dynamic int meets a tensor as a SymInt)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         if op in _INPLACE and isinstance(a, TensorValue):
             graph_call(tx, "call_function", op, [a, b], {})
@@ -142,6 +146,10 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             return ListValue(a.items + b.items)
         if isinstance(a, TupleValue) and isinstance(b, TupleValue) and a.cls is tuple and b.cls is tuple:
             return TupleValue(a.items + b.items)
+    if base is operator.add:
+        joined = _concat_sizes(a, b)
+        if joined is not None:
+            return joined
     if isinstance(a, ListValue) and op is operator.iadd:
         a.method(tx, "extend", [b], {})
         return a
@@ -178,6 +186,25 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         from .builder import wrap_constant_result
         return wrap_constant_result(_fold(op, ca.as_python_constant(), cb.as_python_constant()))
     raise Unsupported(f"operator {getattr(base, '__name__', base)} on {a} and {b}")
+
+
+def _size_items(v: Value):
+    """(items, is_size) of a tuple or torch.Size, symbolic items included."""
+    if isinstance(v, TupleValue) and v.cls in (tuple, torch.Size):
+        return v.items, v.cls is torch.Size
+    if isinstance(v, ConstantValue) and type(v.value) in (tuple, torch.Size):
+        return [ConstantValue(i) for i in v.value], type(v.value) is torch.Size
+    return None
+
+
+def _concat_sizes(a: Value, b: Value) -> Value | None:
+    """``size[:-1] + (self.nf,)``, ``(-1,) + shape[1:]``: concatenating
+    tuples and torch.Sizes keeps dynamic sizes symbolic.  As in Python, the
+    left operand decides whether the result is a torch.Size."""
+    left, right = _size_items(a), _size_items(b)
+    if left is None or right is None:
+        return None
+    return TupleValue(left[0] + right[0], cls=torch.Size if left[1] else tuple)
 
 
 def _specialize_tree(tx, v: Value) -> Value:

@@ -68,6 +68,8 @@ class TensorValue(Value):
             if name == "requires_grad" and self.source is None:
                 # Under no_grad results never require grad; fake propagation knows.
                 return ConstantValue(fake.requires_grad)
+            if name == "shape":
+                return shape_value(tx.ctx, self)
             return ConstantValue(getattr(fake, name))
         if name in TENSOR_ATTRS:
             return graph_call(tx, "call_function", getattr, [self, ConstantValue(name)], {})
@@ -109,7 +111,42 @@ class TensorValue(Value):
     def length(self, tx):
         if self.fake.dim() == 0:
             raise Unsupported("len() of a 0-d tensor")
-        return int(self.fake.shape[0])
+        return int(self.fake.shape[0])   # (specialises a dynamic size: len() itself uses size_value)
+
+    def symbolic_length(self, tx) -> Value:
+        """``len(t)``: the size of dim 0, dynamic if that size is."""
+        if self.fake.dim() == 0:
+            raise user_error_len()
+        return size_value(tx.ctx, self, 0)
+
+    # --- data-dependent scalars (config.capture_scalar_outputs) ----------------
+    def scalar(self, tx, kind=None) -> Value:
+        """``t.item()`` (``int(t)``/``float(t)`` with ``kind``) as an unbacked
+        SymInt/SymFloat node of the graph."""
+        conversion = {int: "__int__", float: "__float__"}.get(kind, "item")
+        if not tx.ctx.capture_scalars:
+            raise Unsupported(UNTRACEABLE_METHODS[conversion],
+                              hint="set armature.config.capture_scalar_outputs = True to keep it in the graph "
+                                   "(or use fullgraph=True); without it the frame is split here")
+        hint = "without fullgraph the frame is split here (a graph break)"
+        if self.fake.numel() != 1:
+            raise Unsupported(f"{conversion}() of a tensor with {self.fake.numel()} elements", hint=hint)
+        floating = self.fake.is_floating_point() or self.fake.is_complex()
+        if kind is int and floating or kind is float and not floating or self.fake.is_complex():
+            raise Unsupported(f"{conversion}() of a {self.fake.dtype} tensor inside the graph", hint=hint)
+        return graph_call(tx, "call_method", "item", [self], {})
+
+    def to_list(self, tx) -> Value:
+        from .containers import ListValue
+        if self.fake.dim() == 0:
+            return self.scalar(tx)
+        n = self.fake.shape[0]
+        if isinstance(n, torch.SymInt) or self.fake.numel() > 64:
+            raise Unsupported("tolist() of a large or dynamically sized tensor inside the graph",
+                              hint="without fullgraph the frame is split here (a graph break); keep the values "
+                                   "in a tensor, or call tolist() outside the compiled function")
+        rows = [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {}) for i in range(n)]
+        return ListValue([r.to_list(tx) for r in rows])
 
     def truth(self, tx):
         raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
@@ -141,13 +178,21 @@ class TensorMethodValue(Value):
 
     def call(self, tx, args, kwargs):
         name, t = self.name, self.tensor
+        if name in ("item", "tolist") and tx.ctx.capture_scalars and not args and not kwargs:
+            return t.scalar(tx) if name == "item" else t.to_list(tx)
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
                               hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
         if name in META_METHODS:
             from .containers import unwrap_constants
             a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
-            return ConstantValue(getattr(t.fake, name)(*a, **k))
+            if name == "size" and not k:
+                if not a:
+                    return shape_value(tx.ctx, t)
+                dim = a[0] + t.fake.dim() if isinstance(a[0], int) and a[0] < 0 else a[0]
+                if isinstance(dim, int) and 0 <= dim < t.fake.dim():
+                    return size_value(tx.ctx, t, dim)
+            return meta_result(tx.ctx, t, name, a, getattr(t.fake, name)(*a, **k))
         result = graph_call(tx, "call_method", name, [t, *args], kwargs)
         if _is_inplace_method(name):
             return t
@@ -176,8 +221,10 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
     if type(v) is LazyValue:
         v = v.realize()
     from .symbolic import SymbolicNumberValue
-    if isinstance(v, SymbolicNumberValue):  # the graph is specialised on it (guarded)
-        v = v.specialize()
+    if isinstance(v, SymbolicNumberValue):
+        if v.sym is not None:          # dynamic: a SymInt node of the graph
+            return v.as_node(), v.sym
+        v = v.specialize()             # lazily guarded: the graph is specialised on it
     if isinstance(v, TensorValue):
         return v.node, v.fake
     if isinstance(v, ConstantValue):
@@ -201,11 +248,14 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
 
 
 def _specialized(tx, v: Value) -> Value:
-    """Symbolic numbers inside an op's arguments take their (guarded) value:
-    the graph is specialised on them (SymInt inputs are future work)."""
-    from .base import concrete
+    """Lazily guarded numbers inside an op's arguments take their (guarded)
+    value: the graph is specialised on them.  Dynamic ones stay SymInts."""
+    from .base import concrete, realize
     from .containers import ListValue, TupleValue
-    v = concrete(tx, v)
+    from .symbolic import SymbolicNumberValue
+    v = realize(tx.ctx, v)
+    if not (isinstance(v, SymbolicNumberValue) and v.sym is not None):
+        v = concrete(tx, v)
     if isinstance(v, TupleValue):
         return TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
     if type(v) is ListValue:
@@ -320,6 +370,15 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
     from .containers import TupleValue, ListValue
     if isinstance(example, torch.Tensor):
         return TensorValue(node, example)
+    if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        from .symbolic import sym_value
+        return sym_value(tx.ctx, example, lambda: node)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.SymInt) for e in example) and \
+            not any(isinstance(e, torch.Tensor) for e in example):
+        from .symbolic import sym_value
+        items = [sym_value(tx.ctx, e, _getitem_node(tx, node, i, e)) for i, e in enumerate(example)]
+        cls = type(example)
+        return ListValue(items) if cls is list else TupleValue(items, cls=cls)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
         items = []
         graph = tx.ctx.graph
@@ -340,6 +399,61 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
     if example is not None:
         tx.ctx.graph.erase(node)
     return _constant_or_fail(example, node)
+
+
+def _getitem_node(tx, node, i, example):
+    def make():
+        sub = tx.ctx.graph.graph.create_node("call_function", operator.getitem, (node, i), {})
+        sub.meta["example_value"] = example
+        sub.meta["val"] = example
+        return sub
+    return make
+
+
+def shape_value(ctx, t: TensorValue) -> Value:
+    """``t.shape`` / ``t.size()``: a constant torch.Size, or a torch.Size of
+    dynamic numbers where sizes are symbolic."""
+    sizes = t.fake.size()
+    if not any(isinstance(s, torch.SymInt) for s in sizes):
+        return ConstantValue(torch.Size([int(s) for s in sizes]))
+    from .containers import TupleValue
+    from .symbolic import size_value
+    return TupleValue([size_value(ctx, t, d) for d in range(len(sizes))], cls=torch.Size)
+
+
+def size_value(ctx, t: TensorValue, dim: int) -> Value:
+    from .symbolic import size_value as _size
+    return _size(ctx, t, dim)
+
+
+def meta_result(ctx, t: TensorValue, name: str, args, result) -> Value:
+    """The answer of a metadata method (``numel()``, ``stride()``...): a
+    constant, or dynamic numbers computed by a ``call_method`` node."""
+    from .symbolic import sym_value
+    if isinstance(result, (torch.SymInt, torch.SymBool)):
+        return sym_value(ctx, result, lambda: ctx.graph.create_node(
+            "call_method", name, (t.node, *args), {}, lambda: result)[0])
+    if isinstance(result, tuple) and any(isinstance(r, torch.SymInt) for r in result):
+        from .containers import TupleValue
+        items = []
+        for i, r in enumerate(result):
+            items.append(sym_value(ctx, r, _meta_item_node(ctx, t, name, args, i, r)))
+        return TupleValue(items, cls=type(result))
+    if isinstance(result, torch.Size):
+        return ConstantValue(torch.Size([int(r) for r in result]))
+    return ConstantValue(result)
+
+
+def _meta_item_node(ctx, t, name, args, i, r):
+    def make():
+        whole = ctx.graph.create_node("call_method", name, (t.node, *args), {}, lambda: getattr(t.fake, name)(*args))[0]
+        return ctx.graph.create_node("call_function", operator.getitem, (whole, i), {}, lambda: r)[0]
+    return make
+
+
+def user_error_len():
+    from ..diagnostics.errors import user_error
+    return user_error(TypeError, "len() of a 0-d tensor")
 
 
 def _constant_or_fail(e: Any, node) -> Value:

@@ -304,3 +304,46 @@ class DisabledValue(Value):
         if self.source is not None:
             return self.source.emit(out)
         out.load_const(self.fn)
+
+
+class CheckValue(Value):
+    """``torch._check(cond)`` / ``torch._check_is_size(n)``: a fact about a
+    symbolic size or scalar, told to the ShapeEnv (so a later branch on a
+    data-dependent value can be decided).  Like torch.compile, armature
+    trusts the fact: it is not re-checked at run time."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call(self, tx, args, kwargs):
+        from ..diagnostics.errors import user_error
+        from .base import realize
+        from .symbolic import SymbolicNumberValue, _evaluate
+        if not args:
+            raise Unsupported(f"{self.fn.__name__}() without a condition")
+        cond = realize(tx.ctx, args[0])
+        if isinstance(cond, SymbolicNumberValue) and cond.sym is not None:
+            _evaluate(lambda: self.fn(cond.sym))
+            return ConstantValue(None)
+        if isinstance(cond, ConstantValue):
+            value = cond.value
+            if self.fn is torch._check_is_size:
+                ok = isinstance(value, int) and value >= 0
+            else:
+                ok = bool(value)
+            if not ok:
+                message = args[1].as_python_constant() if len(args) > 1 and args[1].is_python_constant() else None
+                text = message() if callable(message) else f"Expected cond to be True, but got False. {message or ''}"
+                raise user_error(RuntimeError, text.strip())
+            return ConstantValue(None)
+        raise Unsupported(f"{self.fn.__name__}() of {cond}")
