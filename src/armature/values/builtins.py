@@ -75,7 +75,11 @@ def _is_pure(fn) -> bool:
     return type(self_) in _IMMUTABLE_TYPES and not isinstance(self_, type)
 
 
-_SYMBOLIC_AWARE = frozenset({print, min, max, abs})
+#: builtins whose rules take symbolic numbers as they are: print, min, max and
+#: abs keep them symbolic; isinstance and type only ask their type (which a
+#: dynamic size has without being specialised: transformers asks
+#: ``isinstance(past_seen_tokens, torch.Tensor)`` of the KV-cache length)
+_SYMBOLIC_AWARE = frozenset({print, min, max, abs, isinstance, type})
 
 
 def fold_call(fn, args, kwargs) -> Value:
