@@ -363,3 +363,25 @@ def test_break_in_loop_keeps_iterating():
     torch.testing.assert_close(explained.out, f(x, p))
     others = [str(r).splitlines()[0] for r in explained.break_reasons if "data-dependent" not in str(r)]
     assert not others, others
+
+
+@xfail("a torch.Size local that crosses a graph break is guarded as a constant in the resume function "
+       "(`s == torch.Size([3, 4])`): one recompile per new size, where torch.compile makes it dynamic "
+       "(3 graphs over 6 sizes); GPT-2 on transformers 4.57 over varying lengths (GPT2Model.forward's "
+       "input_shape crosses the mask code's breaks)")
+def test_size_across_a_break_stays_dynamic():
+    def f(x):
+        s = x.shape
+        armature.graph_break()
+        return x.reshape(s[0] * s[1]) + s[0]
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+    armature.reset()
+    compiled = armature.compile(f, backend=backend)
+    for n in range(3, 9):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(compiled(x), f(x))
+    assert len(graphs) <= 3, f"{len(graphs)} graphs over 6 sizes"

@@ -11,6 +11,7 @@ import torch
 pytest.importorskip("transformers")
 
 import armature  # noqa: E402
+import libsets  # noqa: E402
 
 from zoo import VOCAB, hf_bert, hf_gpt2  # noqa: E402
 
@@ -71,7 +72,20 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+#: transformers 4.57 (the old library set, `./dev models --libs old`): GPT-2's
+#: mask code splits the forward (test_models.py's TORCH_FUNCTION_MODE: 4 graphs
+#: per compile), and GPT2Model.forward's local `input_shape` (a torch.Size)
+#: crosses one of those breaks: the resume function guards it as a constant
+#: and recompiles for every new length (test_blockers.py's
+#: test_size_across_a_break_stays_dynamic).
+_OLD_LIBS_GPT2 = pytest.mark.xfail(
+    libsets.current() == "old", strict=True,
+    reason="transformers 4.57: the TorchFunctionMode graph breaks in GPT-2's mask code, and a torch.Size "
+           "crossing a graph break is guarded as a constant (one recompile per length)")
+NAMES = [pytest.param(n, marks=_OLD_LIBS_GPT2 if n == "gpt2" else ()) for n in sorted(CASES)]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_varying_sizes_compile_at_most_twice(name):
     build, calls = CASES[name]
     model = build().model
@@ -81,7 +95,7 @@ def test_varying_sizes_compile_at_most_twice(name):
     assert n <= oracle, f"{name}: armature {n} compiles, torch.compile {oracle}"
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", NAMES)
 def test_dynamic_true_compiles_once(name):
     build, calls = CASES[name]
     n = _run(build().model, calls, _armature(dynamic=True))
