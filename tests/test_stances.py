@@ -491,6 +491,20 @@ def test_skip_guard_eval_unsafe_one_entry_runs_no_guard():
         check(cf(x, False), x + 1)
 
 
+def test_skip_guard_eval_unsafe_bad_call_raises_eagers_type_error():
+    def f(x):
+        return x + 1
+
+    cf = armature.compile(f, backend="eager")
+    cf(torch.randn(2))
+    with pytest.raises(TypeError) as eager:
+        f(torch.randn(2), 3)
+    with armature.set_stance(skip_guard_eval_unsafe=True):
+        with pytest.raises(TypeError) as compiled:
+            cf(torch.randn(2), 3)
+    assert str(compiled.value) == str(eager.value)
+
+
 def test_skip_guard_eval_unsafe_tells_entries_apart():
     c = Counter()
 

@@ -105,7 +105,13 @@ class CompiledFunction:
         entries = cf._entries
         if st.skip_guard_eval_unsafe and entries:
             if len(entries) == 1:   # nothing to tell apart: no guard runs
-                return entries[0].run(*args, ___f=f, **kwargs)
+                try:
+                    return entries[0].run(*args, ___f=f, **kwargs)
+                except TypeError:
+                    from .runtime.compile_frame import _binds
+                    if _binds(f, args, kwargs):
+                        raise
+                    return f(*args, **kwargs)   # eager's own TypeError for a bad call
             for entry, guard in cf._cache.distinguishing_guards(f):
                 try:
                     hit = guard(*args, ___f=f, **kwargs)
