@@ -152,6 +152,13 @@ class PythonModuleValue(Value):
     def getattr(self, tx, name):
         from .builder import wrap
         from ..guards.sources import AttrSource
+        pending = tx.ctx.effects.pending_global(self.module.__dict__, name)
+        if pending is not None:   # a global of this module the trace wrote (``global x; x = ...``)
+            from ..effects import DELETED
+            if pending is not DELETED:
+                return pending
+            from ..diagnostics.errors import user_error
+            raise user_error(AttributeError, f"module {self.module.__name__!r} has no attribute {name!r}")
         try:
             obj = getattr(self.module, name)
         except AttributeError:
