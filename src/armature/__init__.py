@@ -9,13 +9,16 @@ from .diagnostics.errors import ArmatureError, Unsupported
 from .runtime.compile_frame import BackendCompilerFailed
 from .runtime.explain import ExplainOutput, explain
 from .graph.dynamic import DynamicDimSpecialized
-from .runtime.markers import disable, graph_break
+from .runtime.markers import allow_in_graph, disable, disallow_in_graph, dont_skip_tracing, graph_break
+from .runtime.stance import RecompileError, Stance, get_stance, set_stance
 from .runtime.marks import mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
 
 __all__ = [
     "compile", "reset", "list_backends", "register_backend", "cache_entries", "config",
     "Unsupported", "ArmatureError", "BackendCompilerFailed", "CompiledFunction", "CompiledModule",
     "explain", "ExplainOutput", "graph_break", "disable",
+    "allow_in_graph", "disallow_in_graph", "dont_skip_tracing",
+    "set_stance", "get_stance", "Stance", "RecompileError",
     "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked", "DynamicDimSpecialized",
 ]
 __version__ = "0.1.0"

@@ -23,6 +23,7 @@ from .guards.build import explain_failure
 from .runtime.cache import CodeCache, new_cache, reset_all
 from .runtime.compile_frame import compile_call
 from .runtime.wrappers import TailCall
+from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
 
 log_recompiles = logs.artifact("recompiles")
@@ -44,11 +45,19 @@ class CompiledFunction:
         self._has_self = has_self
         self._cache: CodeCache = new_cache(fn.__code__)
         self._entries = self._cache.entries
+        #: a resume function (its first call compiles under eager_then_compile:
+        #: it inherits its caller's dynamism)
+        self._resume = False
+        #: {backend: CompiledFunction} for compiles under set_stance(force_backend=...)
+        self._forced: dict = {}
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
         if self._has_self:
             args = (self._self, *args)
+        if _stance.special:   # force_eager, skip_guard_eval_unsafe, force_backend
+            result = self._dispatch_under_stance(args, kwargs)
+            return result.run() if type(result) is TailCall else result
         f = self._fn
         for entry in self._entries:
             try:
@@ -68,17 +77,70 @@ class CompiledFunction:
     def dispatch(self, args, kwargs):
         """One call without running a returned TailCall (the trampoline in
         TailCall.run drives chains of resume functions)."""
+        if _stance.special:
+            return self._dispatch_under_stance(args, kwargs)
         f = self._fn
         for entry in self._entries:
             if entry.guard(*args, ___f=f, **kwargs):
                 return entry.run(*args, ___f=f, **kwargs)
         return self._miss(args, kwargs)
 
+    def _dispatch_under_stance(self, args, kwargs):
+        """A call while a stance that affects cached calls is set (the
+        result may be a TailCall)."""
+        st = _stance.current
+        f = self._fn
+        if st.stance == "force_eager":
+            return f(*args, **kwargs)
+        cf = self
+        if st.force_backend is not None and st.force_backend != self._backend:
+            # compiles under a forced backend live in a cache of their own:
+            # they never serve calls made without it, nor the other way round
+            cf = self._forced.get(st.force_backend)
+            if cf is None:
+                cf = self._forced[st.force_backend] = CompiledFunction(
+                    f, st.force_backend, self._fullgraph, bound_self=self._self, has_self=self._has_self,
+                    dynamic=self._dynamic)
+                cf._resume = self._resume
+        entries = cf._entries
+        if st.skip_guard_eval_unsafe and entries:
+            if len(entries) == 1:   # nothing to tell apart: no guard runs
+                try:
+                    return entries[0].run(*args, ___f=f, **kwargs)
+                except TypeError:
+                    from .runtime.compile_frame import _binds
+                    if _binds(f, args, kwargs):
+                        raise
+                    return f(*args, **kwargs)   # eager's own TypeError for a bad call
+            for entry, guard in cf._cache.distinguishing_guards(f):
+                try:
+                    hit = guard(*args, ___f=f, **kwargs)
+                except TypeError:
+                    return f(*args, **kwargs)
+                if hit:
+                    return entry.run(*args, ___f=f, **kwargs)
+        for entry in entries:
+            try:
+                hit = entry.guard(*args, ___f=f, **kwargs)
+            except TypeError:
+                return f(*args, **kwargs)
+            if hit:
+                return entry.run(*args, ___f=f, **kwargs)
+        return cf._miss(args, kwargs)
+
     def _miss(self, args, kwargs):
         f = self._fn
         cache = self._cache
         if cache.limit_hit:
             return f(*args, **kwargs)
+        backend = self._backend
+        st = _stance.current
+        if st is not _stance.DEFAULT:
+            how = _stance_on_miss(self, st, args, kwargs)
+            if how is _RUN_EAGER:
+                return f(*args, **kwargs)
+            if how is not None:
+                backend = how
         if cache.entries:
             cache.recompiles += 1
             reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
@@ -96,7 +158,7 @@ class CompiledFunction:
                     RuntimeWarning, stacklevel=3)
                 return f(*args, **kwargs)
         try:
-            entry = compile_call(f, args, kwargs, self._backend, self._fullgraph,
+            entry = compile_call(f, args, kwargs, backend, self._fullgraph,
                                  dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic))
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
@@ -186,6 +248,53 @@ class CompiledModule(torch.nn.Module):
 
     def extra_repr(self):
         return f"compiled {type(self._orig_mod).__name__}"
+
+
+_RUN_EAGER = object()
+
+
+def _stance_on_miss(cf: CompiledFunction, st, args, kwargs):
+    """What a cache miss does under a stance other than the default:
+    _RUN_EAGER (run the original code, cache nothing), a backend to compile
+    with instead of the function's own, or None (compile as usual).  Raises
+    RecompileError under fail_on_recompile."""
+    name = st.stance
+    f = cf._fn
+    cache = cf._cache
+    if name in ("force_eager", "eager_on_recompile"):
+        return _RUN_EAGER
+    if name == "fail_on_recompile" or (st.skip_guard_eval_unsafe and cache.entries):
+        raise _stance.RecompileError(_recompile_message(cf, st, args, kwargs))
+    if name in ("eager_then_compile", "aot_eager_then_compile") and not cf._resume:
+        now = _stance.record_example(f, args, kwargs)
+        if cache.first_example is None:
+            # the first call of this code under the stance: eager (or
+            # aot_eager), remembering the inputs to compare the next call with
+            cache.first_example = now
+            if name == "eager_then_compile":
+                return _RUN_EAGER
+            return lookup_backend("aot_eager")
+        _stance.apply_example_differences(cache, cache.first_example, now)
+    return None
+
+
+def _recompile_message(cf: CompiledFunction, st, args, kwargs) -> str:
+    f = cf._fn
+    code = f.__code__
+    where = f"{f.__qualname__} ({code.co_filename}:{code.co_firstlineno})"
+    if st.stance == "fail_on_recompile":
+        head = f"armature: {where} would compile under the stance 'fail_on_recompile'"
+    else:
+        head = (f"armature: {where} would compile under set_stance(skip_guard_eval_unsafe=True): no cache "
+                "entry accepts this call. Warm up with every kind of input before skipping guards")
+    entries = cf._cache.entries
+    if not entries:
+        return f"{head}: it has no compiled entry yet (its first compile)"
+    lines = []
+    for i, entry in enumerate(entries):
+        reason = explain_failure(f, entry.guards, args, kwargs) or "no guard failed"
+        lines.append(f"  - entry {i}: {reason}")
+    return f"{head}; guard failures:\n" + "\n".join(lines)
 
 
 def _note_changed_number(cache, f, args, kwargs) -> None:

@@ -171,6 +171,23 @@ def test_resume_function_dynamic_from_the_start_with_dynamic_true():
     assert sum(len(armature.cache_entries(r)) for r in _RESUME.values()) == 1
 
 
+def test_resume_function_inherits_a_dynamic_argument():
+    """An argument the frame made dynamic (``x``, used before the break and
+    after it) is dynamic in the resume function's first compile too, also
+    when the break is first met after the frame became dynamic."""
+    def f(x, flag):
+        y = x.sin()
+        if flag:
+            armature.graph_break()
+        return y.cos() + x.shape[0]
+    cf = armature.compile(f, backend="eager")
+    for n, flag in ((3, False), (4, False), (5, True), (6, True), (7, True)):
+        x = torch.randn(n)
+        same(f(x, flag), cf(x, flag))
+    from armature.runtime.wrappers import _RESUME
+    assert sum(len(armature.cache_entries(r)) for r in _RESUME.values()) == 1
+
+
 def test_mark_unbacked_serves_sizes_zero_and_one_with_one_compile():
     def f(x):
         return (x * 2).sum(0), x.shape[0] + 1

@@ -6,6 +6,7 @@ only, positional-only, *args/**kwargs) including the TypeErrors eager raises.
 """
 
 import functools
+import sys
 import types
 
 import pytest
@@ -324,6 +325,18 @@ def global_store_and_read(x):
 
 
 _LAST_N = 0
+
+
+def module_attribute_sees_global_write(x):
+    global _MARK
+    _MARK = 1
+    a = _THIS_MODULE._MARK      # the module's attribute is the global just written
+    _MARK = 2
+    return x * a + _THIS_MODULE._MARK
+
+
+_MARK = 0
+_THIS_MODULE = sys.modules[__name__]
 
 
 # --------------------------------------------------------------------------
@@ -720,6 +733,7 @@ CASES = [
     case(map_filter_lambdas, X),
     case(map_over_tensors, XS),
     case(global_store_and_read, X),
+    case(module_attribute_sees_global_write, X),
     # closures over cells
     case(closure_counter_nonlocal, X),
     case(closure_accumulates_tensor, X),

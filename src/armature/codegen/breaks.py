@@ -178,7 +178,10 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
     named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
     named += list(locals_.items())
     cache = resume._cache
+    from ..values.base import LazyValue
     for name, v in named:
+        if type(v) is LazyValue:   # an argument: what the trace made of it, if it used it
+            v = v._realized
         if isinstance(v, TensorValue):
             dims = {d for d, n in enumerate(v.fake.size()) if isinstance(n, __import__("torch").SymInt)}
             if dims:

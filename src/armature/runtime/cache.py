@@ -61,6 +61,12 @@ class CodeCache:
     #: tensor dims whose size changed between calls: {Source: {dim, ...}}
     #: (automatic dynamic: they are symbolic in later traces)
     auto_dims: dict = field(default_factory=dict)
+    #: eager_then_compile: the sizes and numbers of the first call made under
+    #: the stance (runtime/stance.record_example), compared with later calls
+    first_example: dict | None = None
+    #: skip_guard_eval_unsafe: [(entry, guard function of only the guards
+    #: that tell the entries apart)], rebuilt when entries change
+    _distinguishing: list | None = field(default=None, repr=False)
 
     def policy(self, mode: bool | None):
         """What the next trace of this code may treat as dynamic."""
@@ -70,14 +76,41 @@ class CodeCache:
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
+        self._distinguishing = None
+
+    def distinguishing_guards(self, fn) -> list:
+        """For ``set_stance(skip_guard_eval_unsafe=True)``: each entry (newest
+        first) with a guard function of its guards that not every entry
+        shares.  A guard every entry has cannot tell them apart, so it is
+        not evaluated (that is the risk the flag takes)."""
+        d = self._distinguishing
+        if d is None or d[0] is not fn:
+            from ..guards.build import build_guard_function
+            keys = [{_guard_key(g) for g in e.guards} for e in self.entries]
+            common = set.intersection(*keys) if keys else set()
+            d = (fn, [(e, build_guard_function(fn, [g for g in e.guards if _guard_key(g) not in common]))
+                      for e in self.entries])
+            self._distinguishing = d
+        return d[1]
 
     def clear(self) -> None:
         self.entries.clear()
+        self._distinguishing = None
+        self.first_example = None
         self.recompiles = 0
         self.limit_hit = False
         self.recompile_reasons.clear()
         self.dynamic_sources.clear()
         self.auto_dims.clear()
+
+
+def _guard_key(g):
+    key = g.key()
+    try:
+        hash(key)
+    except TypeError:   # an unhashable expectation: this guard is its own
+        return ("unhashable", id(g))
+    return key
 
 
 _ALL: "weakref.WeakSet[CodeCache]" = weakref.WeakSet()

@@ -198,6 +198,8 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
             finally:
                 ctx.restore_global_state()
         except Unsupported as e:
+            if getattr(e, "fatal", False):   # e.g. set_stance in compiled code: never a break
+                raise
             if getattr(e, "internal", False):  # armature's own error: never a break reason
                 if fullgraph:
                     raise

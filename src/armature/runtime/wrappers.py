@@ -39,6 +39,7 @@ def resume_function_for(fn, code, offset, slots, local_names, cell_names, backen
         rcode = build_resume_code(code, offset, slots, local_names, cell_names)
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name)
         cf = CompiledFunction(rfn, backend, fullgraph=False, dynamic=dynamic)
+        cf._resume = True
         _RESUME[key] = cf
     return cf
 
@@ -56,7 +57,10 @@ class NestedCompiled:
         self._backend = backend
 
     def call(self, fn, *args, **kwargs):
+        from . import stance
         from .compile_frame import compile_call
+        if stance.special and stance.current.stance == "force_eager":
+            return fn(*args, **kwargs)
         for entry in self._cache.entries:
             try:
                 hit = entry.guard(*args, ___f=fn, **kwargs)
@@ -68,6 +72,13 @@ class NestedCompiled:
         from .. import config as config_mod
         if len(self._cache.entries) >= config_mod.config.recompile_limit:
             return fn(*args, **kwargs)
+        name = stance.current.stance
+        if name in ("force_eager", "eager_on_recompile"):
+            return fn(*args, **kwargs)
+        if name == "fail_on_recompile":
+            raise stance.RecompileError(
+                f"armature: {fn.__qualname__} (a function made inside compiled code) would compile under the "
+                "stance 'fail_on_recompile'")
         entry = compile_call(fn, args, kwargs, self._backend, False)
         if entry is None:
             return fn(*args, **kwargs)

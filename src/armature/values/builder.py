@@ -85,9 +85,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     from ..runtime import markers
     if obj is markers.graph_break:
         return torch_ops.GraphBreakValue()
-    if getattr(obj, "__armature_disabled__", False) and callable(obj):
-        _guard(ctx, Kind.ID_MATCH, source, obj)
-        return torch_ops.DisabledValue(obj, source)
+    from .markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
+    marked = wrap_marked(ctx, obj, source)
+    if marked is not None:
+        return marked
     from ..api import CompiledFunction
     if isinstance(obj, CompiledFunction) and source is not None:
         # a compiled function called from compiled code is simply inlined

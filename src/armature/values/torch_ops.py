@@ -152,6 +152,13 @@ class PythonModuleValue(Value):
     def getattr(self, tx, name):
         from .builder import wrap
         from ..guards.sources import AttrSource
+        pending = tx.ctx.effects.pending_global(self.module.__dict__, name)
+        if pending is not None:   # a global of this module the trace wrote (``global x; x = ...``)
+            from ..effects import DELETED
+            if pending is not DELETED:
+                return pending
+            from ..diagnostics.errors import user_error
+            raise user_error(AttributeError, f"module {self.module.__name__!r} has no attribute {name!r}")
         try:
             obj = getattr(self.module, name)
         except AttributeError:
@@ -306,24 +313,11 @@ class DisabledValue(Value):
         out.load_const(self.fn)
 
 
-class CheckValue(Value):
+class CheckValue(TorchFunctionValue):
     """``torch._check(cond)`` / ``torch._check_is_size(n)``: a fact about a
     symbolic size or scalar, told to the ShapeEnv (so a later branch on a
     data-dependent value can be decided).  Like torch.compile, armature
     trusts the fact: it is not re-checked at run time."""
-
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def is_python_constant(self):
-        return True
-
-    def as_python_constant(self):
-        return self.fn
 
     def call(self, tx, args, kwargs):
         from ..diagnostics.errors import user_error
