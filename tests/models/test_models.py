@@ -123,6 +123,7 @@ TORCH_FUNCTION_MODE = (
     "(_push_on_torch_function_stack is a graph break), where torch.compile traces both into one graph")
 _MODE_CAUSES = ("_push_on_torch_function_stack", "TorchFunctionMode")
 
+
 @dataclasses.dataclass(frozen=True)
 class Known:
     reason: str
