@@ -44,9 +44,9 @@ class TraceContext:
         from ..graph.output_graph import OutputGraph
         self.fn = fn
         self.config = config
-        #: data-dependent values stay in the graph (unbacked symbols)
-        self.capture_scalars = config.capture_scalar_outputs or fullgraph
-        self.capture_dynamic_output_shapes = config.capture_dynamic_output_shape_ops or fullgraph
+        self.fullgraph = fullgraph
+        #: config.patch regions entered by the trace: what leaving them restores
+        self._config_patches: list[dict] = []
         self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
                                  dynamic_output_shapes=self.capture_dynamic_output_shapes)
         self.guards = GuardSet()
@@ -83,8 +83,46 @@ class TraceContext:
         g.graph.create_node("call_function", torch._C._set_grad_enabled, (mode,), {})
         g.op_count += 1
 
+    # --- options (read live, so a config.patch region in the code applies) --
+    @property
+    def capture_scalars(self) -> bool:
+        """data-dependent scalars stay in the graph (unbacked symbols)"""
+        return self.config.capture_scalar_outputs or self.fullgraph
+
+    @property
+    def capture_dynamic_output_shapes(self) -> bool:
+        return self.config.capture_dynamic_output_shape_ops or self.fullgraph
+
+    def patch_config(self, changes: dict) -> dict:
+        """Enter a ``config.patch`` region of the traced code: the options
+        hold for the rest of the trace until ``unpatch_config``."""
+        saved = {k: getattr(self.config, k) for k in changes}
+        for k, v in changes.items():
+            setattr(self.config, k, v)
+        self._config_patches.append(saved)
+        self._sync_shape_env()
+        return saved
+
+    def unpatch_config(self, saved: dict) -> None:
+        for k, v in saved.items():
+            setattr(self.config, k, v)
+        if self._config_patches and self._config_patches[-1] is saved:
+            self._config_patches.pop()
+        self._sync_shape_env()
+
+    def _sync_shape_env(self) -> None:
+        import dataclasses
+        env = self.graph.shape_env
+        if (env.allow_scalar_outputs, env.allow_dynamic_output_shape_ops) != \
+                (self.capture_scalars, self.capture_dynamic_output_shapes):
+            # (the settings are part of fake-tensor cache keys: replaced whole)
+            env.settings = dataclasses.replace(env.settings, allow_scalar_outputs=self.capture_scalars,
+                                               allow_dynamic_output_shape_ops=self.capture_dynamic_output_shapes)
+
     def restore_global_state(self) -> None:
         torch._C._set_grad_enabled(self.initial_grad_enabled)
+        while self._config_patches:   # a trace that stopped inside a config.patch region
+            self.unpatch_config(self._config_patches[-1])
 
     def guard_global_hooks(self, only=None) -> None:
         m = torch.nn.modules.module

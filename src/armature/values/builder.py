@@ -180,6 +180,16 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
+    from .. import config as config_mod
+    if obj is config_mod.patch:
+        from .config_patch import ConfigPatchFunctionValue
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConfigPatchFunctionValue(source)
+    if type(obj) is config_mod._Patch:
+        from .config_patch import ConfigPatchValue, check_changes
+        check_changes(obj.changes)
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConfigPatchValue(dict(obj.changes), source)
     if obj is torch._check or obj is torch._check_is_size:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.CheckValue(obj, source)
