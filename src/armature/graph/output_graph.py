@@ -58,6 +58,9 @@ class OutputGraph:
         self.symbol_nodes: dict[Any, torch.fx.Node] = {}
         #: id(ShapeEnv guard) -> (guard, user location that made it)
         self.guard_locations: dict[int, tuple] = {}
+        #: the traced code is in inference mode: nodes made now are marked
+        #: (``meta["inference"]``, read by values/inference.py)
+        self.inference_mode = False
 
     # --- inputs -------------------------------------------------------------
     def _placeholder(self, name: str) -> torch.fx.Node:
@@ -163,6 +166,8 @@ class OutputGraph:
             self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
+        if self.inference_mode:
+            node.meta["inference"] = True
         if self.shape_env.pending_fresh_unbacked_symbols:
             # the node that makes a data-dependent symbol binds it (what
             # aot_autograd and inductor look for)
