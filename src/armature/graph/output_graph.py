@@ -62,6 +62,19 @@ class OutputGraph:
         #: (``meta["inference"]``, read by values/inference.py)
         self.inference_mode = False
 
+    def sandbox(self) -> "OutputGraph":
+        """An empty graph over the same fake mode and ShapeEnv (for
+        speculative tracing: TraceContext.sandbox)."""
+        sub = OutputGraph.__new__(OutputGraph)
+        sub.__dict__.update(self.__dict__)
+        sub.graph = torch.fx.Graph()
+        sub.inputs, sub.attrs, sub._names = [], {}, set()
+        sub._last_placeholder = None
+        sub.op_count, sub.mutates = 0, False
+        sub.symbolic_inputs, sub.symbolic_contexts = [], []
+        sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
+        return sub
+
     # --- inputs -------------------------------------------------------------
     def _placeholder(self, name: str) -> torch.fx.Node:
         if self._last_placeholder is None:

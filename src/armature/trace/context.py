@@ -126,6 +126,23 @@ class TraceContext:
                               consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},
                               label=f"default dtype is {str(dd).replace('torch.', '')}"))
 
+    def sandbox(self) -> "TraceContext":
+        """A context for tracing code speculatively (the forward and
+        backward of a custom autograd.Function): its own graph (sharing the
+        fake mode and ShapeEnv, so the trace's fake tensors can be used),
+        guards, side-effect log and value cache; nothing it does reaches
+        this trace unless the caller copies it (its guards)."""
+        from ..effects import SideEffects
+        sub = object.__new__(TraceContext)
+        sub.__dict__.update(self.__dict__)
+        sub.graph = self.graph.sandbox()
+        sub.guards = GuardSet()
+        sub.effects = SideEffects()
+        sub.value_cache = {}
+        sub.instance_dict_owners = {}
+        sub.inference_regions = False
+        return sub
+
     def set_grad_enabled(self, mode: bool) -> None:
         """Switch grad mode for the rest of the trace and record the switch
         in the graph, as Dynamo does."""
