@@ -210,6 +210,31 @@ def reads_global(x):
     return ReadsGlobal.apply(x)
 
 
+class LinearFn(torch.autograd.Function):
+    """A module's parameter as an argument; backward scales the weight's
+    gradient (not the derivative)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return x @ weight.t() + bias
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        return g @ weight, (g.t() @ x) * 0.1, g.sum(0)
+
+
+class CustomLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(t(4, 3))
+        self.bias = torch.nn.Parameter(t(4))
+
+    def forward(self, x):
+        return LinearFn.apply(x, self.weight, self.bias).tanh()
+
+
 PURE = [
     pytest.param(ste, (rg(2, 3), rg(3, 4)), id="ste"),
     pytest.param(scaled_clamp, (rg(3, 4),), id="scaled_clamp"),
@@ -223,6 +248,7 @@ PURE = [
     pytest.param(stored_apply, (rg(4),), id="stored_apply"),
     pytest.param(chained, (rg(2, 3), rg(3, 2)), id="chained"),
     pytest.param(reads_global, (rg(3),), id="reads_global"),
+    pytest.param(CustomLinear(), (rg(2, 3),), id="module_parameters"),
 ]
 
 

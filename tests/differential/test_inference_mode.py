@@ -161,7 +161,8 @@ def block(x):
         inside = torch.is_inference_mode_enabled()
         w = x.view(-1)          # a view of a normal tensor stays normal
     z = x.sin()
-    return y, v, w, z, inside, torch.is_inference_mode_enabled(), y.is_inference(), w.is_inference()
+    return (y, v, w, z, inside, torch.is_inference_mode_enabled(), y.is_inference(), w.is_inference(),
+            torch.Tensor.is_inference(v), torch.is_inference(z))
 
 
 def block_no_queries(x, w):

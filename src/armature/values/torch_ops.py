@@ -127,7 +127,7 @@ class TorchFunctionValue(Value):
         if fn is torch.is_inference_mode_enabled or fn is torch._C.is_inference_mode_enabled:
             # the trace's own inference mode (the mode at entry is guarded)
             return ConstantValue(tx.ctx.inference_enabled)
-        if fn is torch.is_inference and len(args) == 1 and not kwargs:
+        if (fn is torch.is_inference or fn is torch.Tensor.is_inference) and len(args) == 1 and not kwargs:
             from .base import realize
             from .inference import is_inference
             from .tensor import TensorValue
