@@ -78,7 +78,7 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
 
 
 def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
-    from . import containers, functions, modules, objects, torch_ops, builtins as vbuiltins
+    from . import autograd_function, containers, functions, modules, objects, torch_ops, builtins as vbuiltins
     from .tensor import TensorValue
 
     t = type(obj)
@@ -196,6 +196,8 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return vbuiltins.BuiltinValue(obj, source)
+    if t is types.FunctionType and obj is autograd_function.APPLY:
+        return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):
