@@ -196,6 +196,9 @@ def _identifier_params(code) -> bool:
 
 def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -> None:
     from ..runtime.wrappers import TailCall, resume_function_for
+    if ctx.inference_enabled != ctx.initial_inference_enabled:
+        raise BreakNotPossible("it is inside a torch.inference_mode block the trace entered (the graph "
+                               "runs that block as no_grad, so the native part would miss inference mode)")
     inst = frame.instructions[frame.break_at]
     code = frame.code
     stack = list(frame.stack)

@@ -58,6 +58,22 @@ class OutputGraph:
         self.symbol_nodes: dict[Any, torch.fx.Node] = {}
         #: id(ShapeEnv guard) -> (guard, user location that made it)
         self.guard_locations: dict[int, tuple] = {}
+        #: the traced code is in inference mode: nodes made now are marked
+        #: (``meta["inference"]``, read by values/inference.py)
+        self.inference_mode = False
+
+    def sandbox(self) -> "OutputGraph":
+        """An empty graph over the same fake mode and ShapeEnv (for
+        speculative tracing: TraceContext.sandbox)."""
+        sub = OutputGraph.__new__(OutputGraph)
+        sub.__dict__.update(self.__dict__)
+        sub.graph = torch.fx.Graph()
+        sub.inputs, sub.attrs, sub._names = [], {}, set()
+        sub._last_placeholder = None
+        sub.op_count, sub.mutates = 0, False
+        sub.symbolic_inputs, sub.symbolic_contexts = [], []
+        sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
+        return sub
 
     # --- inputs -------------------------------------------------------------
     def _placeholder(self, name: str) -> torch.fx.Node:
@@ -163,6 +179,8 @@ class OutputGraph:
             self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
+        if self.inference_mode:
+            node.meta["inference"] = True
         if self.shape_env.pending_fresh_unbacked_symbols:
             # the node that makes a data-dependent symbol binds it (what
             # aot_autograd and inductor look for)

@@ -32,8 +32,9 @@ from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion
-from ..trace.context import TraceContext, torch_function_mode_guard
+from ..trace.context import TraceContext, compiling_state, torch_function_mode_guard
 from ..trace.frame import Frame
+from ..values import inference
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
 from . import explain, specialize
@@ -125,7 +126,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
     naming it; the test suite's strict switch lets it propagate."""
     try:
-        return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy)
+        with compiling_state():
+            return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy)
     except ArmatureError:   # Unsupported, a backend failure, a violated mark_dynamic, strict internal errors
         raise
     except Exception as e:
@@ -261,6 +263,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         compiled = _compile_graph(gm, graph, backend)
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
+        compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()

@@ -193,12 +193,14 @@ class SpecializingGraph:
         when it cannot be: its sizes then run the generic graph."""
         from torch._guards import TracingContext, tracing
         t0 = time.perf_counter()
+        from ..trace.context import compiling_state
         try:
-            gm, example_inputs, fakes, mode = _prepare(self.plan, spec, args)
+            with compiling_state():
+                gm, example_inputs, fakes, mode = _prepare(self.plan, spec, args)
         except Exception as e:
             return self._failed(spec, f"{type(e).__name__} while preparing it: {e}", internal=e)
         try:
-            with tracing(TracingContext(mode)):
+            with tracing(TracingContext(mode)), compiling_state():
                 compiled = self.backend(gm, example_inputs)
         except Exception as e:
             return self._failed(spec, f"the backend failed: {type(e).__name__}: {e}")

@@ -2,6 +2,8 @@
 cache (one Value per real object) and global modes such as grad mode."""
 from __future__ import annotations
 
+import contextlib
+import threading
 import types
 from typing import Any
 
@@ -39,14 +41,49 @@ def torch_function_mode_guard(depth: int) -> Guard:
                  label=f"{depth} torch function modes are active")
 
 
+_AMBIENT = threading.local()
+
+
+@contextlib.contextmanager
+def compiling_state():
+    """The global state a compile (trace and backend) runs in.
+
+    Inference mode is off while compiling, as under torch.compile: fake
+    tensors made from inference tensors are ordinary tensors
+    (``disable_inference_mode_for_fake_prop``), and a call made under
+    ``torch.inference_mode()`` is traced (and its graph compiled) with grad
+    off instead, which is what inference mode means for autograd.  The
+    compiled code runs under the caller's real inference mode, which the
+    entry guards (``ambient_modes`` is what the trace sees)."""
+    from torch._subclasses.meta_utils import disable_inference_mode_for_fake_prop
+    inference = torch.is_inference_mode_enabled()
+    outer = getattr(_AMBIENT, "state", None)
+    _AMBIENT.state = (inference, torch.is_grad_enabled())
+    try:
+        with disable_inference_mode_for_fake_prop():
+            if inference:
+                with torch.inference_mode(False), torch.no_grad():
+                    yield
+            else:
+                yield
+    finally:
+        _AMBIENT.state = outer
+
+
+def ambient_modes() -> tuple[bool, bool]:
+    """(inference mode, grad mode) of the call being compiled."""
+    v = getattr(_AMBIENT, "state", None)
+    return (torch.is_inference_mode_enabled(), torch.is_grad_enabled()) if v is None else v
+
+
 class TraceContext:
     def __init__(self, fn: types.FunctionType, config: Config, fullgraph: bool = False):
         from ..graph.output_graph import OutputGraph
         self.fn = fn
         self.config = config
-        #: data-dependent values stay in the graph (unbacked symbols)
-        self.capture_scalars = config.capture_scalar_outputs or fullgraph
-        self.capture_dynamic_output_shapes = config.capture_dynamic_output_shape_ops or fullgraph
+        self.fullgraph = fullgraph
+        #: config.patch regions entered by the trace: what leaving them restores
+        self._config_patches: list[dict] = []
         self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
                                  dynamic_output_shapes=self.capture_dynamic_output_shapes)
         self.guards = GuardSet()
@@ -61,30 +98,121 @@ class TraceContext:
         from ..graph.dynamic import DynamicPolicy
         #: what may be dynamic in this trace (graph/dynamic.py decides)
         self.policy = DynamicPolicy()
-        self.initial_grad_enabled = torch.is_grad_enabled()
+        #: inference mode as the traced code sees it (``torch.inference_mode``
+        #: blocks); the real mode stays off while tracing (compiling_state)
+        self.initial_inference_enabled, self.initial_grad_enabled = ambient_modes()
+        self.inference_enabled = self.initial_inference_enabled
         self.grad_enabled = self.initial_grad_enabled
+        #: the grad mode the graph runs under at this point: grad_enabled,
+        #: except that inside inference mode autograd records nothing (under
+        #: a call's own inference mode that needs no node in the graph)
+        self.graph_grad_enabled = self.grad_enabled and not self.inference_enabled
+        self._real_grad = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(self.graph_grad_enabled)
+        self.graph.inference_mode = self.inference_enabled
+        #: the trace entered inference mode itself: some tensors of the graph
+        #: are inference tensors only in eager (values/inference.py)
+        self.inference_regions = False
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
                               consts={"___is_grad_enabled": torch.is_grad_enabled},
                               label=f"grad mode is {'enabled' if self.grad_enabled else 'disabled'}"))
+        on = self.inference_enabled
+        self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_inference_mode_enabled() is {on}",
+                              consts={"___is_inference_mode_enabled": torch.is_inference_mode_enabled},
+                              label=f"inference mode is {'enabled' if on else 'disabled'}"))
         self.guards.add(torch_function_mode_guard(0))
         dd = torch.get_default_dtype()
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
                               consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},
                               label=f"default dtype is {str(dd).replace('torch.', '')}"))
 
+    def sandbox(self) -> "TraceContext":
+        """A context for tracing code speculatively (the forward and
+        backward of a custom autograd.Function): its own graph (sharing the
+        fake mode and ShapeEnv, so the trace's fake tensors can be used),
+        guards, side-effect log and value cache; nothing it does reaches
+        this trace unless the caller copies it (its guards)."""
+        from ..effects import SideEffects
+        sub = object.__new__(TraceContext)
+        sub.__dict__.update(self.__dict__)
+        sub.graph = self.graph.sandbox()
+        sub.guards = GuardSet()
+        sub.effects = SideEffects()
+        sub.value_cache = {}
+        sub.instance_dict_owners = {}
+        sub.inference_regions = False
+        return sub
+
     def set_grad_enabled(self, mode: bool) -> None:
         """Switch grad mode for the rest of the trace and record the switch
         in the graph, as Dynamo does."""
-        if mode == self.grad_enabled:
-            return
         self.grad_enabled = mode
-        torch._C._set_grad_enabled(mode)
+        self._sync_graph_grad()
+
+    def set_inference_mode(self, mode: bool, grad: bool) -> None:
+        """Enter or leave ``torch.inference_mode`` in the trace (``grad`` is
+        the grad mode that comes with it: entering ``inference_mode(m)``
+        sets grad mode to ``not m``; leaving restores the previous one).
+        The graph runs the region with grad off, like ``no_grad``: tensors
+        made there are marked inference tensors (``values/inference.py``)
+        and those that leave the graph become inference tensors at run time.
+        Only a call made under inference mode runs under the real one."""
+        self.inference_enabled = mode
+        self.graph.inference_mode = mode
+        if mode and not self.initial_inference_enabled:
+            self.inference_regions = True
+        self.set_grad_enabled(grad)
+
+    def _sync_graph_grad(self) -> None:
+        effective = self.grad_enabled and not self.inference_enabled
+        if effective == self.graph_grad_enabled:
+            return
+        self.graph_grad_enabled = effective
+        torch._C._set_grad_enabled(effective)
         g = self.graph
-        g.graph.create_node("call_function", torch._C._set_grad_enabled, (mode,), {})
+        g.graph.create_node("call_function", torch._C._set_grad_enabled, (effective,), {})
         g.op_count += 1
 
+    # --- options (read live, so a config.patch region in the code applies) --
+    @property
+    def capture_scalars(self) -> bool:
+        """data-dependent scalars stay in the graph (unbacked symbols)"""
+        return self.config.capture_scalar_outputs or self.fullgraph
+
+    @property
+    def capture_dynamic_output_shapes(self) -> bool:
+        return self.config.capture_dynamic_output_shape_ops or self.fullgraph
+
+    def patch_config(self, changes: dict) -> dict:
+        """Enter a ``config.patch`` region of the traced code: the options
+        hold for the rest of the trace until ``unpatch_config``."""
+        saved = {k: getattr(self.config, k) for k in changes}
+        for k, v in changes.items():
+            setattr(self.config, k, v)
+        self._config_patches.append(saved)
+        self._sync_shape_env()
+        return saved
+
+    def unpatch_config(self, saved: dict) -> None:
+        for k, v in saved.items():
+            setattr(self.config, k, v)
+        if self._config_patches and self._config_patches[-1] is saved:
+            self._config_patches.pop()
+        self._sync_shape_env()
+
+    def _sync_shape_env(self) -> None:
+        import dataclasses
+        env = self.graph.shape_env
+        if (env.allow_scalar_outputs, env.allow_dynamic_output_shape_ops) != \
+                (self.capture_scalars, self.capture_dynamic_output_shapes):
+            # (the settings are part of fake-tensor cache keys: replaced whole)
+            env.settings = dataclasses.replace(env.settings, allow_scalar_outputs=self.capture_scalars,
+                                               allow_dynamic_output_shape_ops=self.capture_dynamic_output_shapes)
+
     def restore_global_state(self) -> None:
-        torch._C._set_grad_enabled(self.initial_grad_enabled)
+        torch._C._set_grad_enabled(self._real_grad)
+        while self._config_patches:   # a trace that stopped inside a config.patch region
+            self.unpatch_config(self._config_patches[-1])
 
     def guard_global_hooks(self, only=None) -> None:
         m = torch.nn.modules.module

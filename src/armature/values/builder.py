@@ -78,7 +78,7 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
 
 
 def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
-    from . import containers, functions, modules, objects, torch_ops, builtins as vbuiltins
+    from . import autograd_function, containers, functions, modules, objects, torch_ops, builtins as vbuiltins
     from .tensor import TensorValue
 
     t = type(obj)
@@ -180,12 +180,24 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
+    from .. import config as config_mod
+    if obj is config_mod.patch:
+        from .config_patch import ConfigPatchFunctionValue
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConfigPatchFunctionValue(source)
+    if type(obj) is config_mod._Patch:
+        from .config_patch import ConfigPatchValue, check_changes
+        check_changes(obj.changes)
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        return ConfigPatchValue(dict(obj.changes), source)
     if obj is torch._check or obj is torch._check_is_size:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.CheckValue(obj, source)
     if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return vbuiltins.BuiltinValue(obj, source)
+    if t is types.FunctionType and obj is autograd_function.APPLY:
+        return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):

@@ -183,6 +183,9 @@ class TensorMethodValue(Value):
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
                               hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
+        if name == "is_inference" and not args and not kwargs:
+            from .inference import is_inference
+            return ConstantValue(is_inference(tx, t))
         if name in META_METHODS:
             from .containers import unwrap_constants
             a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
@@ -275,6 +278,9 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
     fake_kwargs = {k: to_graph_arg(v)[1] for k, v in kwargs.items()}
     if state_fn:
         return _call_state_query(tx, target, fake_args, fake_kwargs)
+    if tx.ctx.inference_regions:
+        from .inference import check_op
+        check_op(tx, kind, target, args, kwargs)
     if kind == "call_method":
         def run():
             return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)

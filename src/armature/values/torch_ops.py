@@ -124,6 +124,16 @@ class TorchFunctionValue(Value):
         if fn is torch.is_grad_enabled or fn is torch._C.is_grad_enabled:
             # the trace's own grad mode (the mode at entry is guarded)
             return ConstantValue(tx.ctx.grad_enabled)
+        if fn is torch.is_inference_mode_enabled or fn is torch._C.is_inference_mode_enabled:
+            # the trace's own inference mode (the mode at entry is guarded)
+            return ConstantValue(tx.ctx.inference_enabled)
+        if (fn is torch.is_inference or fn is torch.Tensor.is_inference) and len(args) == 1 and not kwargs:
+            from .base import realize
+            from .inference import is_inference
+            from .tensor import TensorValue
+            arg = realize(tx.ctx, args[0])
+            if isinstance(arg, TensorValue):
+                return ConstantValue(is_inference(tx, arg))
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
@@ -233,6 +243,8 @@ class _CtxMethod(Value):
         # The ``__exit__`` left on the stack by a ``with`` block that a graph
         # break splits: leaving the block must restore the mode from before it.
         from ..runtime import replay
+        if self.name == "__exit__" and hasattr(self.ctxval, "reconstruct_exit"):
+            return self.ctxval.reconstruct_exit(out)
         if self.name != "__exit__" or self.ctxval.prev is None:
             raise Unsupported(f"rebuilding {self.ctxval.cls.__name__}.{self.name}")
         out.call_helper(replay.grad_mode_exit, self.ctxval.cls, self.ctxval.prev, self.ctxval.target, pop=False)
@@ -256,6 +268,9 @@ class GradModeClassValue(Value):
 
     def call(self, tx, args, kwargs):
         cls = self.cls
+        if cls is torch.inference_mode:
+            from .inference import make_inference_mode
+            return make_inference_mode(tx, args, kwargs)
         if cls is torch.no_grad:
             return GradModeValue(cls, False)
         if cls is torch.enable_grad:
@@ -266,7 +281,7 @@ class GradModeClassValue(Value):
         return GradModeValue(cls, bool(mode), prev)
 
 
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled, torch.inference_mode)
 
 
 def wrap_context_object(ctx, obj, source):
@@ -274,6 +289,9 @@ def wrap_context_object(ctx, obj, source):
     ``torch.no_grad()``, or the one a graph break hands to a resume
     function, whose ``prev`` is what leaving the block restores)."""
     t = type(obj)
+    if t is torch.inference_mode:
+        from .inference import wrap_inference_mode
+        return wrap_inference_mode(ctx, obj, source)
     if t in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         prev = getattr(obj, "prev", None)
         if prev is not None and source is not None:
