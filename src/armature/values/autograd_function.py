@@ -46,7 +46,10 @@ from .constant import ConstantValue
 
 #: ``torch.autograd.Function.apply`` (a classmethod): the function the
 #: builder maps to ApplyValue
-APPLY = torch.autograd.Function.__dict__["apply"].__func__
+#: (torch 2.14 defines apply in C, a classmethod of torch._C._FunctionBase with
+#: no __func__: there APPLY is that descriptor, which the builder's Python
+#: function check never matches)
+APPLY = getattr(torch.autograd.Function.__dict__["apply"], "__func__", torch.autograd.Function.__dict__["apply"])
 
 _CONSTANT_ARG_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
                        torch.layout, torch.memory_format)
