@@ -574,3 +574,14 @@ def case(fn, *args, id=None, marks=(), **opts):
 
 
 CASE_ARGS = "fn,args,opts"
+
+
+def dynamo_graph_count(fn, *args) -> int:
+    """torch.compile's graph count for ``fn(*args)`` (the oracle), from a
+    clean torch._dynamo state, leaving none behind."""
+    torch._dynamo.reset()
+    try:
+        return torch._dynamo.explain(fn)(*deep_copy(args)).graph_count
+    finally:
+        torch._dynamo.reset()
+

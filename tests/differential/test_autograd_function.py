@@ -14,7 +14,8 @@ keeps some of those calls in its graph, or raises).
 import pytest
 import torch
 
-from helpers import CountingBackend, armature_only, assert_equal, assert_same, compile_fn, deep_copy, t
+from helpers import (armature_only, assert_equal, assert_same, compile_fn, CountingBackend,
+                     deep_copy, dynamo_graph_count, t)
 
 
 def rg(*shape):
@@ -478,11 +479,7 @@ def test_fullgraph_names_the_reason():
 
 
 def _dynamo_graphs(fn, *args):
-    torch._dynamo.reset()
-    try:
-        return torch._dynamo.explain(fn)(*deep_copy(args)).graph_count
-    finally:
-        torch._dynamo.reset()
+    return dynamo_graph_count(fn, *args)
 
 
 @armature_only

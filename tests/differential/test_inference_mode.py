@@ -17,8 +17,8 @@ results made in an inference_mode block.
 import pytest
 import torch
 
-from helpers import (CountingBackend, armature_only, assert_equal, assert_same, compile_fn, deep_copy,
-                     t)
+from helpers import (armature_only, assert_equal, assert_same, compile_fn, CountingBackend,
+                     deep_copy, dynamo_graph_count, t)
 
 
 def rg(*shape):
@@ -340,11 +340,7 @@ def test_graph_break_inside_block(capsys):
 
 
 def _dynamo_graphs(fn, *args):
-    torch._dynamo.reset()
-    try:
-        return torch._dynamo.explain(fn)(*deep_copy(args)).graph_count
-    finally:
-        torch._dynamo.reset()
+    return dynamo_graph_count(fn, *args)
 
 
 @armature_only

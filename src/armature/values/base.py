@@ -82,6 +82,25 @@ class Value:
         return f"<{type(self).__name__}{src}>"
 
 
+class CallableConstantValue(Value):
+    """A fixed callable object (a builtin, a torch function, a marked
+    function): a constant of the trace, guarded by identity where it was
+    read; subclasses say what calling it does."""
+
+    def __init__(self, fn, source: Source | None = None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+
 class _Null(Value):
     """The NULL that CPython 3.11 pushes below a callable."""
 

@@ -12,7 +12,7 @@ import sys as _sys
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
-from .base import Value, concrete, get_attribute, realize
+from .base import CallableConstantValue, Value, concrete, get_attribute, realize
 from .constant import ConstantValue
 from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
 
@@ -34,20 +34,7 @@ def rule(*fns):
     return deco
 
 
-class BuiltinValue(Value):
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def is_python_constant(self):
-        return True
-
-    def as_python_constant(self):
-        return self.fn
-
+class BuiltinValue(CallableConstantValue):
     def call(self, tx, args, kwargs):
         if self.fn not in _SYMBOLIC_AWARE:  # (their rules keep symbolic numbers symbolic)
             args = [concrete(tx, a) for a in args]

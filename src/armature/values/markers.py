@@ -13,7 +13,7 @@ from typing import Any
 
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind
-from .base import Value, concrete, realize
+from .base import CallableConstantValue, Value, concrete, realize
 from .constant import ConstantValue
 
 
@@ -74,25 +74,7 @@ def dont_skip_tracing_active(tx) -> bool:
     return active
 
 
-class _Marked(Value):
-    def __init__(self, fn, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def is_python_constant(self):
-        return True
-
-    def as_python_constant(self):
-        return self.fn
-
-    def reconstruct(self, out):
-        if self.source is not None:
-            return self.source.emit(out)
-        out.load_const(self.fn)
-
+class _Marked(CallableConstantValue):
     def __repr__(self):
         return f"<{type(self).__name__} {_name(self.fn)}>"
 

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ..diagnostics.errors import Unsupported
-from .base import Value
+from .base import CallableConstantValue, Value
 from .constant import ConstantValue
 
 # Python-level torch modules whose functions go into the graph whole rather
@@ -103,20 +103,7 @@ def is_graph_function(obj: Any) -> bool:
     return False
 
 
-class TorchFunctionValue(Value):
-    def __init__(self, fn: Any, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self):
-        return type(self.fn)
-
-    def is_python_constant(self):
-        return True
-
-    def as_python_constant(self):
-        return self.fn
-
+class TorchFunctionValue(CallableConstantValue):
     def call(self, tx, args, kwargs):
         fn = self.fn
         if fn in _compiling_queries():
