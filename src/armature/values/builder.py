@@ -196,6 +196,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj in vbuiltins.RULES:  # a Python function with a rule (inspect.signature)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return vbuiltins.BuiltinValue(obj, source)
+    if t is types.BuiltinMethodType and getattr(obj, "__name__", None) == "apply" and \
+            isinstance(obj.__self__, type) and issubclass(obj.__self__, torch.autograd.Function):
+        # a stored ``MyFn.apply`` on torch >= 2.14 (a C classmethod bound to the class)
+        from ..guards.sources import AttrSource
+        _guard(ctx, Kind.ID_MATCH, source, obj)
+        cls_v = wrap(ctx, obj.__self__, AttrSource(source, "__self__") if source is not None else None)
+        return functions.BoundMethodValue(autograd_function.ApplyValue(), cls_v)
     if t is types.FunctionType and obj is autograd_function.APPLY:
         return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:

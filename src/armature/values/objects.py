@@ -83,6 +83,11 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
         return BoundContainerMethod(dict_contents(tx, instance), name)
+    from .autograd_function import APPLY, ApplyValue
+    if raw is APPLY and type(raw) is not types.FunctionType:
+        # torch >= 2.14: Function.apply is a C classmethod (2.13's Python one is bound above)
+        tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner), "__dict__"), name), raw))
+        return BoundMethodValue(ApplyValue(), cls_value)
     getter = getattr(type(raw), "__get__", None)
     if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
         if isinstance(getter, types.FunctionType):
