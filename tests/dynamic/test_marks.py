@@ -209,3 +209,17 @@ def test_mark_unbacked_branch_is_data_dependent():
     with pytest.raises(armature.Unsupported, match="data-dependent"):
         armature.compile(f, backend="eager", fullgraph=True)(x)
     same(f(x), armature.compile(f, backend="eager")(x))
+
+
+def test_a_size_handed_over_a_break_stays_dynamic():
+    def f(x):
+        s = x.shape
+        armature.graph_break()
+        return x.reshape(s[0] * s[1]) + s[0], s
+    cf = armature.compile(f, backend="eager")
+    for n in range(3, 9):
+        x = torch.randn(n, 4)
+        same(f(x), cf(x))
+    from armature.runtime.wrappers import _RESUME
+    assert compiles(cf) == 2
+    assert sum(len(armature.cache_entries(r)) for r in _RESUME.values()) <= 2

@@ -365,11 +365,10 @@ def test_break_in_loop_keeps_iterating():
     assert not others, others
 
 
-@xfail("a torch.Size local that crosses a graph break is guarded as a constant in the resume function "
-       "(`s == torch.Size([3, 4])`): one recompile per new size, where torch.compile makes it dynamic "
-       "(3 graphs over 6 sizes); GPT-2 on transformers 4.57 over varying lengths (GPT2Model.forward's "
-       "input_shape crosses the mask code's breaks)")
 def test_size_across_a_break_stays_dynamic():
+    # (former blocker: a torch.Size crossing a break was guarded as one
+    # constant in the resume function, one recompile per size; its items
+    # now stay dynamic where they were)
     def f(x):
         s = x.shape
         armature.graph_break()

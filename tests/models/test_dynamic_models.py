@@ -74,14 +74,12 @@ CASES = {
 
 #: transformers 4.57 (the old library set, `./dev models --libs old`): GPT-2's
 #: mask code splits the forward (test_models.py's TORCH_FUNCTION_MODE: 4 graphs
-#: per compile), and GPT2Model.forward's local `input_shape` (a torch.Size)
-#: crosses one of those breaks: the resume function guards it as a constant
-#: and recompiles for every new length (test_blockers.py's
-#: test_size_across_a_break_stays_dynamic).
+#: per compile, each counted by the backend), where torch.compile traces the
+#: mode and makes one graph.
 _OLD_LIBS_GPT2 = pytest.mark.xfail(
     libsets.current() == "old", strict=True,
-    reason="transformers 4.57: the TorchFunctionMode graph breaks in GPT-2's mask code, and a torch.Size "
-           "crossing a graph break is guarded as a constant (one recompile per length)")
+    reason="transformers 4.57: the TorchFunctionMode graph breaks in GPT-2's mask code (several graphs "
+           "per compile)")
 NAMES = [pytest.param(n, marks=_OLD_LIBS_GPT2 if n == "gpt2" else ()) for n in sorted(CASES)]
 
 

@@ -171,7 +171,9 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
     as dynamic whatever was dynamic here (tensor dims that were symbols,
     ints that were), instead of compiling static and recompiling on the
     next size."""
-    from ..guards.sources import LocalSource
+    import torch
+    from ..guards.sources import ItemSource, LocalSource
+    from ..values.containers import TupleValue
     from ..values.symbolic import SymbolicNumberValue
     from ..values.tensor import TensorValue
     from .resume import STACK_ARG
@@ -183,11 +185,15 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
         if type(v) is LazyValue:   # an argument: what the trace made of it, if it used it
             v = v._realized
         if isinstance(v, TensorValue):
-            dims = {d for d, n in enumerate(v.fake.size()) if isinstance(n, __import__("torch").SymInt)}
+            dims = {d for d, n in enumerate(v.fake.size()) if isinstance(n, torch.SymInt)}
             if dims:
                 cache.auto_dims.setdefault(LocalSource(name), set()).update(dims)
         elif isinstance(v, SymbolicNumberValue) and v.sym is not None and type(v.example) is int:
             cache.dynamic_sources.add(LocalSource(name))
+        elif isinstance(v, TupleValue) and v.cls is torch.Size:   # x.shape handed over the break
+            for i, item in enumerate(v.items):
+                if isinstance(item, SymbolicNumberValue) and item.sym is not None:
+                    cache.dynamic_sources.add(ItemSource(LocalSource(name), i))
 
 
 def _identifier_params(code) -> bool:

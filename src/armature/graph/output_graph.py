@@ -56,6 +56,8 @@ class OutputGraph:
         self.input_contexts: dict[torch.fx.Node, Any] = {}
         #: ShapeEnv symbol -> its SymInt placeholder
         self.symbol_nodes: dict[Any, torch.fx.Node] = {}
+        #: Source -> the dynamic-int Value read from it (one symbol per source)
+        self.int_symbols: dict = {}
         #: id(ShapeEnv guard) -> (guard, user location that made it)
         self.guard_locations: dict[int, tuple] = {}
         #: the traced code is in inference mode: nodes made now are marked

@@ -51,7 +51,9 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
         ctx.value_cache[id(obj)] = (obj, value)
         return value
     value = _wrap_new(ctx, obj, source)
-    if not isinstance(value, ConstantValue):
+    if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool):
+        # (numbers have no identity worth tracking: equal small ints are one
+        # object, which must not tie two sources together)
         ctx.value_cache[id(obj)] = (obj, value)
         _note_instance_dict(ctx, value)
     return value
@@ -138,6 +140,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.CONSTANT_MATCH if t is torch.device else Kind.ID_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t is torch.Size:
+        if source is not None and _has_dynamic_item(ctx, source, len(obj)):
+            # a size handed over a graph break whose items were dynamic there:
+            # item by item, so those stay symbols (not one constant)
+            from .containers import TupleValue
+            _guard(ctx, Kind.TYPE_MATCH, source, t)
+            _guard(ctx, Kind.LEN_MATCH, source, len(obj))
+            return TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t is list and source is not None:
@@ -276,3 +285,9 @@ def _crossed_a_break(t: type, source) -> bool:
     constant that would recompile on every new value."""
     from ..codegen.resume import STACK_ARG
     return t is float and isinstance(source, LocalSource) and source.name.startswith(STACK_ARG.format(""))
+
+
+def _has_dynamic_item(ctx, source, n: int) -> bool:
+    from ..graph.dynamic import int_is_dynamic
+    return any(int_is_dynamic(ctx.policy, ItemSource(source, i)) for i in range(n))
+

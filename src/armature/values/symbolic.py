@@ -326,9 +326,14 @@ def _evaluate(fn):
 
 
 def int_symbol(ctx, value: int, source: Source) -> "SymbolicNumberValue":
-    """An int read from ``source`` that the dynamic policy made a symbol."""
+    """An int read from ``source`` that the dynamic policy made a symbol
+    (one symbol per source, however often the trace reads it)."""
+    known = ctx.graph.int_symbols.get(source)
+    if known is not None:
+        return known
     sym = ctx.graph.new_int_symbol(value, source)
-    return SymbolicNumberValue(value, source, ctx, sym=sym)
+    v = ctx.graph.int_symbols[source] = SymbolicNumberValue(value, source, ctx, sym=sym)
+    return v
 
 
 def size_value(ctx, tensor, dim: int) -> Value:
