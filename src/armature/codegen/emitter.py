@@ -42,6 +42,13 @@ class Emitter:
     def load_const(self, obj: Any) -> None:
         self.instr("LOAD_CONST", obj)
 
+    def build_map(self, items: dict) -> None:
+        """Push a new dict of constant keys and rebuilt values."""
+        for k, v in items.items():
+            self.load_const(k)
+            self.reconstruct(v)
+        self.instr("BUILD_MAP", len(items))
+
     def call(self, nargs: int) -> None:
         self.instr("PRECALL", nargs)
         self.instr("CALL", nargs)

@@ -361,10 +361,7 @@ class DictValue(Value):
         if self.cls is not dict:
             out.instr("PUSH_NULL")
             out.load_const(self.cls)
-        for k, v in self.items.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(self.items))
+        out.build_map(self.items)
         if self.cls is not dict:
             out.call(1)
 

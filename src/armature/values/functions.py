@@ -340,10 +340,7 @@ class NestedFunctionValue(_Function):
         for d in defaults:
             out.reconstruct(d)
         out.instr("BUILD_TUPLE", len(defaults))
-        for k, v in kwdefaults.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(kwdefaults))
+        out.build_map(kwdefaults)
         for c in self.closure:
             out.reconstruct(c)
         out.instr("BUILD_TUPLE", len(self.closure))

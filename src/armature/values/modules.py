@@ -413,10 +413,7 @@ class NewModuleValue(ModuleValue):
         for a in self.args:
             out.reconstruct(a)
         out.instr("BUILD_TUPLE", len(self.args))
-        for k, v in self.kwargs.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(self.kwargs))
+        out.build_map(self.kwargs)
         out.call(3)
 
     def __repr__(self):

@@ -297,10 +297,7 @@ class PartialValue(Value):
         for a in self.args.items:
             out.reconstruct(a)
         out.instr("BUILD_TUPLE", 1 + len(self.args.items))
-        for k, v in self.keywords.items.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(self.keywords.items))
+        out.build_map(self.keywords.items)
         out.instr("CALL_FUNCTION_EX", 1)
 
     def __repr__(self):
@@ -597,10 +594,7 @@ class MethodCallerValue(Value):
         for a in self.args:
             out.reconstruct(a)
         out.instr("BUILD_TUPLE", 1 + len(self.args))
-        for k, v in self.kwargs.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(self.kwargs))
+        out.build_map(self.kwargs)
         out.instr("CALL_FUNCTION_EX", 1)
 
 
@@ -1667,10 +1661,7 @@ class DefaultDictValue(DictValue):
             out.load_const(self.factory.as_python_constant())
         else:
             out.reconstruct(self.factory)
-        for k, v in self.items.items():
-            out.load_const(k)
-            out.reconstruct(v)
-        out.instr("BUILD_MAP", len(self.items))
+        out.build_map(self.items)
         out.call(2)
 
     def __repr__(self):
