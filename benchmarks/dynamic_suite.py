@@ -477,19 +477,13 @@ def markdown(rows: list[dict], env: dict, notes: list[str]) -> str:
     head = ["workload", "sizes (in call order)", "correct (arm / tc)", "compiles (arm / tc)",
             "cache entries (arm / tc)", "compile ms, all sizes (arm / tc)", "compile ratio", "eager µs/call",
             "overhead µs (arm / tc)", "overhead ratio"]
-    lines = ["# armature vs torch.compile: varying sizes",
-             "",
-             f"{env['date']} · torch {env['torch']} · armature {env['armature']} · Python {env['python']} · "
-             f"{env['cpu']} ({env['cpu_count']} cores, {env['torch_threads']} torch threads)",
-             "",
-             "Backend \"eager\" wrapped in a counting backend for both; dynamic=None unless the row says "
-             "dynamic=True. compiles = backend compilations over all calls; compile ms = first pass over all "
-             "sizes (each once, in order, from empty caches) minus one eager pass; overhead = median over "
-             "interleaved rounds (one pass over all sizes each) of the cached per-call time minus eager's in "
-             "the same round; eager µs/call = median over rounds, averaged over the sizes.",
-             "",
-             "| " + " | ".join(head) + " |",
-             "| " + " | ".join(["---"] * len(head)) + " |"]
+    lines = S.table_header(
+        "armature vs torch.compile: varying sizes", env, head,
+        "Backend \"eager\" wrapped in a counting backend for both; dynamic=None unless the row says "
+        "dynamic=True. compiles = backend compilations over all calls; compile ms = first pass over all "
+        "sizes (each once, in order, from empty caches) minus one eager pass; overhead = median over "
+        "interleaved rounds (one pass over all sizes each) of the cached per-call time minus eager's in "
+        "the same round; eager µs/call = median over rounds, averaged over the sizes.")
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['workload']} | {r['sizes']} | {r['error']} |" + " |" * (len(head) - 3))

@@ -757,6 +757,20 @@ def _recomp(r: dict) -> str:
     return f"{r['recompiles']}{' (limit)' if r.get('limit_hit') else ''}"
 
 
+def table_header(title: str, env: dict, head: list[str], legend: str) -> list[str]:
+    """The first lines of a results page: title, environment, legend, and
+    the header of its table (shared with dynamic_suite.py)."""
+    return [f"# {title}",
+            "",
+            f"{env['date']} · torch {env['torch']} · armature {env['armature']} · Python {env['python']} · "
+            f"{env['cpu']} ({env['cpu_count']} cores, {env['torch_threads']} torch threads)",
+            "",
+            legend,
+            "",
+            "| " + " | ".join(head) + " |",
+            "| " + " | ".join(["---"] * len(head)) + " |"]
+
+
 def markdown(rows: list[dict], ind_rows: list[dict], env: dict, notes: list[str]) -> str:
     ms = lambda s: f"{s * 1e3:.0f}"   # noqa: E731
     usf = lambda s: f"{s * 1e6:.1f}"  # noqa: E731
@@ -764,17 +778,11 @@ def markdown(rows: list[dict], ind_rows: list[dict], env: dict, notes: list[str]
     head = ["workload", "correct (arm / tc)", "graphs (arm / tc)", "breaks (arm / tc)", "ops (arm / tc)",
             "recompiles (arm / tc)", "compile ms (arm / tc)", "compile ratio", "eager µs/call",
             "overhead µs (arm / tc)", "overhead ratio", "rel. to eager (arm / tc)"]
-    lines = [f"# armature vs torch.compile suite",
-             "",
-             f"{env['date']} · torch {env['torch']} · armature {env['armature']} · Python {env['python']} · "
-             f"{env['cpu']} ({env['cpu_count']} cores, {env['torch_threads']} torch threads)",
-             "",
-             "Backend \"eager\" wrapped in a counting backend for both; graphs / breaks / ops are for the first "
-             "call; recompiles after all warm-up calls (30 for counter_attr / growing_global_list); "
-             "overhead = median cached per-call time minus eager's, over interleaved rounds.",
-             "",
-             "| " + " | ".join(head) + " |",
-             "| " + " | ".join(["---"] * len(head)) + " |"]
+    lines = table_header(
+        "armature vs torch.compile suite", env, head,
+        "Backend \"eager\" wrapped in a counting backend for both; graphs / breaks / ops are for the first "
+        "call; recompiles after all warm-up calls (30 for counter_attr / growing_global_list); "
+        "overhead = median cached per-call time minus eager's, over interleaved rounds.")
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['workload']} | {r['error']} |" + " |" * (len(head) - 2))
