@@ -103,6 +103,10 @@ class Emitter:
             if value.source is not None:
                 value.source.emit(self)
                 return
+            from ..values.tensor_attrs import needs_rebuild
+            if needs_rebuild(value):
+                self._rebuild_tensor_object(value)
+                return
             idx = self.graph_output_index(value.node)
             self.instr("LOAD_FAST", GRAPH_OUT)
             self.load_const(idx)
@@ -121,6 +125,30 @@ class Emitter:
             self._keep.append(value)
             return
         value.reconstruct(self)
+
+
+    def _rebuild_tensor_object(self, value) -> None:
+        """A new tensor that is more than a graph output: ``as_subclass`` to
+        the class the trace saw, then its Python attributes, once (it is an
+        object with an identity: later uses load the same temporary)."""
+        import torch
+        from ..values.torch_function import rebuild_subclass
+        idx = self.graph_output_index(value.node)
+        self.instr("LOAD_FAST", GRAPH_OUT)
+        self.load_const(idx)
+        self.instr("BINARY_SUBSCR")
+        t = self.new_temp()
+        self.instr("STORE_FAST", t.name)
+        if value.cls is not torch.Tensor:
+            self.call_helper(rebuild_subclass, t, value.cls, pop=False)
+            self.instr("STORE_FAST", t.name)
+        self._temps[id(value)] = t.name
+        self._keep.append(value)
+        for name, v in value.attrs.items():
+            self.reconstruct(v)
+            self.instr("LOAD_FAST", t.name)
+            self.instr("STORE_ATTR", name)
+        self.instr("LOAD_FAST", t.name)
 
 
 class _Temp:

@@ -162,7 +162,7 @@ def _whitelist() -> list[tuple[str, int | None]]:
 
 
 def _matches(name: str, text: str) -> bool:
-    """A whitelist entry names a source literally (``batch["ids"]``) or as a
+    r"""A whitelist entry names a source literally (``batch["ids"]``) or as a
     regular expression (``layers\.\d+\.cache_len``)."""
     if name == text:
         return True

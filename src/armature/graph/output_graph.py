@@ -94,16 +94,18 @@ class OutputGraph:
         """A tensor input; with a symbolic context (graph/dynamic.py) its
         dynamic dims are ShapeEnv symbols, each bound by a SymInt
         placeholder ahead of the tensor's, as torch.compile does."""
+        from ..values.torch_function import plain_alias
+        seen = plain_alias(real)   # (a __torch_function__ subclass enters the graph as a plain tensor)
         if symbolic_context is None:
-            fake = self.fake_mode.from_tensor(real, static_shapes=True)
+            fake = self.fake_mode.from_tensor(seen, static_shapes=True)
         else:
             env_source = self.source_names.shape_env_source(source)
-            fake = self.fake_mode.from_tensor(real, source=env_source, symbolic_context=symbolic_context)
+            fake = self.fake_mode.from_tensor(seen, source=env_source, symbolic_context=symbolic_context)
             self.symbolic_inputs.append((fake, env_source))
             self.symbolic_contexts.append(symbolic_context)
             for d, size in enumerate(fake.size()):
                 if isinstance(size, torch.SymInt):
-                    self.bind_symbol(size, int(real.size(d)), SizeSource(source, d))
+                    self.bind_symbol(size, int(seen.size(d)), SizeSource(source, d))
         node = self._placeholder(str(source))
         node.meta["example_value"] = fake
         node.meta["val"] = fake
@@ -218,7 +220,9 @@ class OutputGraph:
         the SymInts themselves (as torch.compile passes them), so that
         aot_autograd and inductor reuse the trace's symbols instead of
         making new ones the entry's guards know nothing about."""
-        return [i.node.meta["val"] if not isinstance(i.real, torch.Tensor) else i.real for i in self.inputs]
+        from ..values.torch_function import plain_alias
+        return [i.node.meta["val"] if not isinstance(i.real, torch.Tensor) else plain_alias(i.real)
+                for i in self.inputs]
 
     def tensor_inputs(self) -> list[GraphInput]:
         return [i for i in self.inputs if isinstance(i.real, torch.Tensor)]

@@ -14,6 +14,8 @@ import inspect
 import types
 from typing import Any, Callable
 
+import torch
+
 from .guard import Guard, Kind
 from .sources import FN_ARG
 
@@ -115,6 +117,13 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
     return ", ".join(params)
 
 
+def _reads_through_torch_function(g: Guard) -> bool:
+    if g.kind is Kind.TENSOR_MATCH:
+        from ..values.torch_function import has_torch_function
+        return has_torch_function(g.expected.cls)
+    return bool(getattr(g, "modes_active", False))
+
+
 def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callable[..., bool]:
     pool = _Pool()
     code = fn.__code__
@@ -131,15 +140,31 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
     if fn.__defaults__:
         exprs.insert(0, f"{FN_ARG}.__defaults__ is {pool.const(fn.__defaults__)}")
     body = " and ".join(f"({e})" for e in exprs) if exprs else "True"
-    src = (
-        f"def ___make({', '.join(pool.names.values()) or ''}):\n"
-        f"    def ___guard({sig}):\n"
-        f"        try:\n"
-        f"            return {body}\n"
-        f"        except Exception:\n"
-        f"            return False\n"
-        f"    return ___guard\n"
-    )
+    if any(_reads_through_torch_function(g) for g in ordered):
+        # a tensor subclass's metadata, or any tensor's under an active
+        # TorchFunctionMode: read with torch function handling off, so that
+        # checking guards never runs the user's __torch_function__
+        off = pool.const(torch._C.DisableTorchFunction)
+        src = (
+            f"def ___make({', '.join(pool.names.values()) or ''}):\n"
+            f"    def ___guard({sig}):\n"
+            f"        try:\n"
+            f"            with {off}():\n"
+            f"                return {body}\n"
+            f"        except Exception:\n"
+            f"            return False\n"
+            f"    return ___guard\n"
+        )
+    else:
+        src = (
+            f"def ___make({', '.join(pool.names.values()) or ''}):\n"
+            f"    def ___guard({sig}):\n"
+            f"        try:\n"
+            f"            return {body}\n"
+            f"        except Exception:\n"
+            f"            return False\n"
+            f"    return ___guard\n"
+        )
     ns: dict[str, Any] = {}
     exec(compile(src, f"<armature guards for {code.co_qualname}>", "exec"), ns)
     guard_fn = ns["___make"](*pool.objs)

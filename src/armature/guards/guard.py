@@ -47,11 +47,14 @@ class TensorMeta:
     def of(cls, t: torch.Tensor, full: bool = True, fake: torch.Tensor | None = None) -> "TensorMeta":
         """Sizes and strides that are ShapeEnv symbols in ``fake`` are None:
         the ShapeEnv's own guards check those (Kind.SHAPE)."""
+        kind = type(t)
+        from ..values.torch_function import plain_alias
+        t = plain_alias(t)   # (reading a subclass's metadata must not run its __torch_function__)
         size, stride = tuple(t.size()), tuple(t.stride())
         if fake is not None:
             size = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(size, fake.size()))
             stride = tuple(None if isinstance(f, torch.SymInt) else s for s, f in zip(stride, fake.stride()))
-        return cls(type(t), t.dtype, t.device, size, stride, t.requires_grad, full)
+        return cls(kind, t.dtype, t.device, size, stride, t.requires_grad, full)
 
     @property
     def dynamic(self) -> bool:

@@ -32,9 +32,9 @@ from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion
-from ..trace.context import TraceContext, compiling_state, torch_function_mode_guard
+from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
-from ..values import inference
+from ..values import inference, torch_function
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
 from . import explain, specialize
@@ -167,13 +167,6 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
-    modes = torch._C._len_torch_function_stack()
-    if modes:
-        reason = (f"{fn.__qualname__} was called with a TorchFunctionMode active; torch function modes "
-                  "are not modelled yet, so calls under a mode run as Python")
-        if fullgraph:
-            raise Unsupported(reason, hint="call the compiled function outside the `with mode:` block")
-        return _fallback(fn, [torch_function_mode_guard(modes)], reason, 0.0)
     global _MODULE_CALL_CODE
     if _MODULE_CALL_CODE is None:
         _MODULE_CALL_CODE = _module_call_code()
@@ -264,6 +257,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
         compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)
+        compiled = torch_function.wrap_compiled(ctx, compiled, graph)
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()

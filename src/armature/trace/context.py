@@ -32,13 +32,14 @@ class GuardSet:
 
 def torch_function_mode_guard(depth: int) -> Guard:
     """The number of active ``TorchFunctionMode``s (``with mode:``, also
-    ``with torch.device(...)``).  Traces are made with none active: torch
-    functions inside a mode dispatch to its ``__torch_function__``, which the
-    graph would bypass; a call under a mode runs as Python until modes are
-    modelled."""
-    return Guard(Kind.GLOBAL_STATE, None, text=f"___tf_mode_depth() == {depth}",
-                 consts={"___tf_mode_depth": torch._C._len_torch_function_stack},
-                 label=f"{depth} torch function modes are active")
+    ``with torch.device(...)``).  The modes themselves are modelled
+    (values/torch_function.py): each is guarded by type, and by what the
+    traced ``__torch_function__`` reads of it."""
+    g = Guard(Kind.GLOBAL_STATE, None, text=f"___tf_mode_depth() == {depth}",
+              consts={"___tf_mode_depth": torch._C._len_torch_function_stack},
+              label=f"{depth} torch function modes are active")
+    g.modes_active = depth > 0
+    return g
 
 
 _AMBIENT = threading.local()
@@ -60,7 +61,9 @@ def compiling_state():
     outer = getattr(_AMBIENT, "state", None)
     _AMBIENT.state = (inference, torch.is_grad_enabled())
     try:
-        with disable_inference_mode_for_fake_prop():
+        # (the caller's TorchFunctionModes are modelled by the trace: running
+        # fake ops must not call them for real)
+        with disable_inference_mode_for_fake_prop(), torch._C.DisableTorchFunction():
             if inference:
                 with torch.inference_mode(False), torch.no_grad():
                     yield
@@ -120,7 +123,8 @@ class TraceContext:
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_inference_mode_enabled() is {on}",
                               consts={"___is_inference_mode_enabled": torch.is_inference_mode_enabled},
                               label=f"inference mode is {'enabled' if on else 'disabled'}"))
-        self.guards.add(torch_function_mode_guard(0))
+        from ..values.torch_function import state as torch_function_state
+        self.guards.add(torch_function_mode_guard(torch_function_state(self).entry_depth))
         dd = torch.get_default_dtype()
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
                               consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},

@@ -189,6 +189,8 @@ class Frame:
             # raised is a second place to split (the handler then runs for real)
             if self.exc_stack:
                 e.handling_origin = getattr(self.exc_stack[-1], "root_origin", None)
+            from ..values.torch_function import hoist_break
+            hoist_break(self.ctx, e)   # (a break inside a mode the trace pushed)
 
     def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS

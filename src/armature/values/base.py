@@ -100,6 +100,14 @@ class CallableConstantValue(Value):
     def as_python_constant(self):
         return self.fn
 
+    def getattr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__") and not isinstance(self.fn, type) \
+                and not hasattr(self.fn, "__dict__"):
+            # a builtin's names cannot change: constants (``func.__name__`` in a __torch_function__)
+            from .constant import ConstantValue
+            return ConstantValue(getattr(self.fn, name, None))
+        return super().getattr(tx, name)
+
 
 class _Null(Value):
     """The NULL that CPython 3.11 pushes below a callable."""

@@ -104,15 +104,20 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = stdlib.wrap_special(ctx, obj, source)
     if special is not None:
         return special
+    from . import torch_function
+    special = torch_function.wrap_special(ctx, obj)
+    if special is not None:
+        return special
     if isinstance(obj, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor constant reached from torch internals")
-        if t not in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer if hasattr(torch.nn, "Buffer") else torch.Tensor):
-            raise Unsupported(f"tensor subclass {t.__qualname__}",
-                              hint="tensor subclasses are on the roadmap; this frame runs eagerly")
+        torch_function.check_input_class(t)
+        subclass = t not in (torch.Tensor, torch.nn.Parameter)
+        if subclass:
+            torch_function.state(ctx).used = True
         from ..guards.sources import ModuleMemberSource
         from ..graph.dynamic import whitelisted
-        if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
+        if not subclass and isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
                 and (source in ctx.policy.static_sources or not whitelisted(source)[0]):
             _guard(ctx, Kind.ID_MATCH, source, obj)
@@ -122,6 +127,8 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             from ..graph.dynamic import dims_for_tensor
             node, fake = ctx.graph.add_input(obj, source, dims_for_tensor(ctx.policy, obj, source))
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
+        if subclass and torch_function.is_traceable_wrapper(t):
+            t = type(fake) if isinstance(fake, t) else t
         return TensorValue(node, fake, cls=t, source=source)
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
         from ..graph.dynamic import int_is_dynamic

@@ -434,9 +434,6 @@ def _getattr(tx, obj, name, *default):
 @rule(hasattr)
 def _hasattr(tx, obj, name):
     n = name.as_python_constant()
-    from .tensor import TensorValue
-    if isinstance(obj, TensorValue):
-        return ConstantValue(hasattr(obj.fake, n))
     if obj.is_python_constant() and not hasattr(type(obj), "has_attr_override"):
         try:
             return ConstantValue(obj.has_attr(tx, n))

@@ -212,6 +212,9 @@ class ClassValue(Value):
         if issubclass(cls, torch.nn.Module):
             from .modules import construct_module
             return construct_module(tx, self, args, kwargs)
+        if issubclass(cls, torch.Tensor) and cls not in (torch.Tensor, torch.nn.Parameter):
+            from .torch_function import construct_subclass
+            return construct_subclass(tx, self, args, kwargs)
         return instantiate(tx, self, args, kwargs)
 
     def __repr__(self):

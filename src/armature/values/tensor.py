@@ -58,11 +58,32 @@ class TensorValue(Value):
         self.node = node
         self.fake = fake
         self.cls = cls
+        #: Python attributes the trace gave this tensor (``t.tag = ...``)
+        self.attrs: dict[str, Value] = {}
 
     def python_type(self):
         return self.cls
 
     def getattr(self, tx, name):
+        from .tensor_attrs import python_attribute
+        found = python_attribute(tx, self, name)
+        if found is not None:
+            return found
+        return self.tensor_attribute(tx, name)
+
+    def setattr(self, tx, name, value):
+        from .tensor_attrs import set_python_attribute
+        set_python_attribute(tx, self, name, value)
+
+    def tensor_attribute(self, tx, name):
+        """An attribute torch.Tensor itself defines (a read of one of its
+        properties is offered to a mode or overriding subclass first, as in
+        eager)."""
+        from . import torch_function
+        if torch_function.possible(tx.ctx) and torch_function.is_tensor_property(name):
+            handled = torch_function.dispatch(tx, "call_function", getattr, [self, ConstantValue(name)], {})
+            if handled is not None:
+                return handled
         fake = self.fake
         if name in META_ATTRS:
             if name == "requires_grad" and self.source is None:
@@ -84,13 +105,9 @@ class TensorValue(Value):
             return graph_call(tx, "call_method", "detach", [self], {})
         attr = getattr(torch.Tensor, name, None)
         if attr is None:
-            if self.cls not in (torch.Tensor, torch.nn.Parameter) or getattr(self.cls, "__getattr__", None):
-                raise Unsupported(f"{self.cls.__name__} has no attribute {name!r}")
+            if getattr(self.cls, "__getattr__", None):
+                raise Unsupported(f"{self.cls.__name__} defines __getattr__ (reading {name!r})")
             if self.source is not None:
-                # a real tensor may carry Python attributes of its own
-                real = _real_of(tx, self)
-                if name in getattr(real, "__dict__", {}):
-                    raise Unsupported(f"the Python attribute {name!r} of a tensor")
                 from ..guards.guard import Guard, Kind
                 tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
             from ..diagnostics.errors import user_error
@@ -267,7 +284,18 @@ def _specialized(tx, v: Value) -> Value:
 
 
 def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """Add one op to the graph and wrap what it returns."""
+    """Add one op to the graph and wrap what it returns (after offering it
+    to an active TorchFunctionMode or overriding tensor subclass)."""
+    from . import torch_function
+    from .base import realize
+    args = [realize(tx.ctx, a) for a in args]   # (wrapping an input may be what reveals a subclass)
+    kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
+    if torch_function.possible(tx.ctx):
+        handled = torch_function.dispatch(tx, kind, target, args, kwargs)
+        if handled is not None:
+            return handled
+    if kind == "call_method" and target == "as_subclass" or target is torch.Tensor.as_subclass:
+        return _as_subclass(tx, args, kwargs)
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
@@ -300,6 +328,16 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
             raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
         return _constant_or_fail(real, node)
     return wrap_example(tx, node, example)
+
+
+def _as_subclass(tx, args, kwargs) -> Value:
+    from . import torch_function
+    from .base import realize
+    t = realize(tx.ctx, args[0])
+    cls = args[1] if len(args) > 1 else kwargs.get("cls")
+    if not isinstance(t, TensorValue) or cls is None or not realize(tx.ctx, cls).is_python_constant():
+        raise Unsupported("Tensor.as_subclass() with these arguments")
+    return torch_function.as_subclass(tx, t, realize(tx.ctx, cls).as_python_constant())
 
 
 def _is_state_function(target, args: list[Value], kwargs: dict[str, Value]) -> bool:
