@@ -340,3 +340,54 @@ def test_dispatch_subclass_without_flatten_runs_as_python():
                                torch.full((2,), 2.0))
     with pytest.raises(armature.Unsupported, match="__tensor_flatten__"):
         armature.compile(f, backend="eager", fullgraph=True)(t)
+
+
+# --- traceable wrapper subclasses and Parameter subclasses -----------------------------
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_traceable_wrapper_subclass_is_a_graph_input(backend):
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def f(x, y):
+        return (x * 2).sin() + y
+
+    x = TwoTensor(torch.randn(3), torch.randn(3))
+    y = torch.randn(3)
+    cf, counting = _compile(f, backend=backend)
+    for _ in range(2):
+        out, ref = cf(x, y), f(x, y)
+        assert type(out) is TwoTensor
+        torch.testing.assert_close(out.a, ref.a)
+        torch.testing.assert_close(out.b, ref.b)
+    assert counting.frame_count == 1
+
+
+class ScaledParameter(torch.nn.Parameter):
+    """A Parameter subclass (torch's disabled __torch_function__ is
+    inherited: ops on it return plain tensors) with a method of its own."""
+
+    def scale(self):
+        return 2.0
+
+
+class ScaledLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = ScaledParameter(torch.randn(3, 3))
+
+    def forward(self, x):
+        return F.linear(x, self.weight) * self.weight.scale()
+
+
+def test_parameter_subclass_in_a_module_with_gradients():
+    m = ScaledLinear()
+    cm, backend = _compile(m, backend="aot_eager")
+    x = torch.randn(2, 3)
+    out = cm(x)
+    out.sum().backward()
+    got = m.weight.grad.clone()
+    m.weight.grad = None
+    m(x).sum().backward()
+    torch.testing.assert_close(got, m.weight.grad)
+    torch.testing.assert_close(out, m(x))
+    assert type(out) is torch.Tensor and backend.frame_count == 1

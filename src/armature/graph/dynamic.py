@@ -299,7 +299,7 @@ def shape_guards(graph) -> list:
     texts += _specialised_dims(graph)
     import math
     # ShapeEnv guard text may call torch.sym_max, math.floor...: bound as constants
-    consts = {**graph.source_names.consts, "torch": torch, "math": math}
+    consts = {**graph.source_names.consts, "torch": torch, "math": math, "inf": math.inf}
     hoisted, names = _hoist_reads(graph, texts)
     return [Guard(Kind.SHAPE, None, text=h, consts=consts, label=_user_text(graph, t),
                   binds={n: names[n] for n in re.findall(r"___s[zt]\d+", h)})

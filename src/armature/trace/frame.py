@@ -189,6 +189,7 @@ class Frame:
             # raised is a second place to split (the handler then runs for real)
             if self.exc_stack:
                 e.handling_origin = getattr(self.exc_stack[-1], "root_origin", None)
+        if self.parent is None:
             from ..values.torch_function import hoist_break
             hoist_break(self.ctx, e)   # (a break inside a mode the trace pushed)
 

@@ -104,8 +104,8 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = stdlib.wrap_special(ctx, obj, source)
     if special is not None:
         return special
-    from . import torch_function
-    special = torch_function.wrap_special(ctx, obj)
+    from . import torch_function, vmap
+    special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj)
     if special is not None:
         return special
     if isinstance(obj, torch.Tensor):
