@@ -108,6 +108,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = torch_function.wrap_special(ctx, obj)
     if special is not None:
         return special
+    from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy
+    numpy_value = wrap_numpy_object(ctx, obj, source)
+    if numpy_value is not None:
+        return numpy_value
     if isinstance(obj, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor constant reached from torch internals")
