@@ -45,6 +45,9 @@ class FromNumpySource(Source):
 
     array: Source
     scalar: bool = False
+    #: a new tensor object on every call (trace/context.py skips it in the
+    #: distinct-inputs guard; memory overlap is guarded on the arrays)
+    fresh_per_call = True
 
     @property
     def base(self):

@@ -45,9 +45,11 @@ def _namespace() -> dict[int, tuple[object, object, str]]:
             if name.startswith("_"):
                 continue
             obj = getattr(np_mod, name, None)
-            if not callable(obj) or isinstance(obj, type) or id(obj) in table:
+            if not callable(obj) or isinstance(obj, type):
                 continue
             counterpart = getattr(tnp_mod, name, None)
+            if id(obj) in table and (table[id(obj)][1] is not None or not callable(counterpart)):
+                continue   # an alias (np.concat is np.concatenate): the name torch._numpy knows wins
             table[id(obj)] = (obj, counterpart if callable(counterpart) else None, f"{np_mod.__name__}.{name}")
     return table
 

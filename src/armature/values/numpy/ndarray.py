@@ -283,7 +283,7 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
         scalar = sh.check(what, example, shadow)
         return NdarrayValue(TensorValue(node, example), shadow, scalar)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
-        if type(shadow) is not type(example) or len(shadow) != len(example):
+        if type(shadow) not in (tuple, list) or len(shadow) != len(example):
             raise Unsupported(f"{what} returns a {type(shadow).__name__} in NumPy and a "
                               f"{type(example).__name__} in torch._numpy", hint=_BREAK)
         from ..containers import ListValue, TupleValue
@@ -296,7 +296,7 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
                 items.append(wrap_result(tx, what, sub, e, s))
             else:
                 items.append(_constant_result(what, e, s))
-        return ListValue(items) if type(example) is list else TupleValue(items)
+        return ListValue(items) if type(shadow) is list else TupleValue(items)
     if example is None:   # (an in-place operator: a[i] = v)
         return ConstantValue(None)
     tx.ctx.graph.erase(node)
