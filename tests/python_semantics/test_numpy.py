@@ -474,3 +474,13 @@ def test_data_dependent_shapes_with_fullgraph():
 
 def test_inductor_computes_numpy_code():
     check(linalg, x(3, 3, dtype=torch.float64), backend="inductor")
+
+
+def numpy_on_constants(t):
+    n = np.sum([1, 2, 3])          # np.int64, folded: NumPy on constants only
+    return t * int(n) + float(np.sqrt(2.0)), n, np.pi * np.float32(2)
+
+
+def test_numpy_on_constants_folds():
+    check(numpy_on_constants, x(3))      # one graph (torch.compile: two, it breaks at int(n))
+    assert torch_compile_graphs(numpy_on_constants, x(3)) == 2

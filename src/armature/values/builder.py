@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import sys
 import types
 from typing import Any
 
@@ -285,6 +286,9 @@ def wrap_constant_result(result: Any) -> Value:
             return ConstantValue(result)
         from .containers import SetValue
         return SetValue(result)   # a new set: mutable, its own Value
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(result, np.generic) and not isinstance(result, (np.object_, np.void)):
+        return ConstantValue(result)   # a NumPy scalar (np.pi * np.float32(2)): immutable
     raise Unsupported(f"a folded call returned {type(result).__name__}")
 
 

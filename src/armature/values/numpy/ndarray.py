@@ -268,14 +268,27 @@ def node_call(tx, what: str, target, args: list[Value], kwargs: dict[str, Value]
     fake_kwargs = {k: c[1] for k, c in kconv.items()}
     shadow_kwargs = {k: c[2] for k, c in kconv.items()}
     fakes = _fake_tensors((fake_args, fake_kwargs), [])
+    result = sh.run(what, numpy_fn, *shadow_args, **shadow_kwargs)
+    if not fakes and _is_constant_result(result):
+        # NumPy on constants only (``np.sum([1, 2, 3])``, ``np.sqrt(2.0)``):
+        # the shadow run was the real computation, and its answer is immutable
+        return ConstantValue(result)
     versions = [f._version for f in fakes]
     graph = tx.ctx.graph
     node, example = graph.create_node("call_function", target, node_args, node_kwargs,
                                       lambda: target(*fake_args, **fake_kwargs))
-    result = sh.run(what, numpy_fn, *shadow_args, **shadow_kwargs)
     if any(f._version != v for f, v in zip(fakes, versions)):
         graph.mutates = True   # an in-place write (a[i] = v, a += 1, out=, ndarray.fill...)
     return wrap_result(tx, what, node, example, result)
+
+
+def _is_constant_result(r) -> bool:
+    np = sh.np()
+    if isinstance(r, np.generic):
+        return sh.torch_dtype_of(r.dtype) is not None
+    if type(r) in (int, float, bool, complex, type(None)):
+        return True
+    return type(r) is tuple and all(_is_constant_result(i) for i in r)
 
 
 def wrap_result(tx, what, node, example, shadow) -> Value:
