@@ -412,7 +412,7 @@ def item_of(t):
 
 
 def tensor_into_numpy(t):
-    return np.asarray(t) + 1
+    return np.concatenate([t, t])
 
 
 @pytest.mark.parametrize("fn, reason", [
@@ -474,6 +474,17 @@ def test_data_dependent_shapes_with_fullgraph():
 
 def test_inductor_computes_numpy_code():
     check(linalg, x(3, 3, dtype=torch.float64), backend="inductor")
+
+
+def asarray_of_tensor(t):
+    a = np.asarray(t)      # Tensor.__array__: t.numpy()
+    b = np.array(t)        # a copy
+    a[0] = 3.0
+    return a.sum() + b, t
+
+
+def test_asarray_of_a_tensor_is_its_numpy_view():
+    check_like_torch(asarray_of_tensor, x(3))
 
 
 def numpy_on_constants(t):

@@ -73,6 +73,11 @@ class NumpyFunctionValue(CallableConstantValue):
         name = self.qualname
         if name.startswith("numpy.random."):
             raise Unsupported(f"{name}() inside a compiled function", hint=_RANDOM_HINT)
+        if name in ("numpy.asarray", "numpy.array", "numpy.asanyarray") and len(args) == 1 and not kwargs \
+                and isinstance(realize(tx.ctx, args[0]), TensorValue):
+            # eager converts through Tensor.__array__, which is t.numpy() (np.array copies it)
+            arr = tensor_numpy(tx, realize(tx.ctx, args[0]), [], {})
+            return arr.call_method(tx, "copy", [], {}) if name == "numpy.array" else arr
         if name in _FOLDED:
             return fold_on_shadows(tx, name, self.fn, args, kwargs)
         if self.counterpart is None:
