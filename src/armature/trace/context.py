@@ -236,7 +236,10 @@ class TraceContext:
         Value are not seen through another)."""
         from ..guards.guard import Guard, Kind
         from ..values.symbolic import ScalarTensorSource
-        inputs = [gi for gi in self.graph.tensor_inputs() if not isinstance(gi.source, ScalarTensorSource)]
+        # (tensors made afresh per call, e.g. over an ndarray input, are never
+        # the same object; values/numpy guards ndarrays' memory instead)
+        inputs = [gi for gi in self.graph.tensor_inputs() if not isinstance(gi.source, ScalarTensorSource)
+                  and not getattr(gi.source, "fresh_per_call", False)]
         if self.graph.mutates and len(inputs) >= 2:
             self.guards.add(Guard(Kind.DISTINCT, None, [gi.source for gi in inputs]))
         mutated = self.effects.mutated_values()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import sys
 import types
 from typing import Any
 
@@ -108,6 +109,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj)
     if special is not None:
         return special
+    from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy
+    numpy_value = wrap_numpy_object(ctx, obj, source)
+    if numpy_value is not None:
+        return numpy_value
     if isinstance(obj, torch.Tensor):
         if source is None:
             raise Unsupported("a tensor constant reached from torch internals")
@@ -281,6 +286,9 @@ def wrap_constant_result(result: Any) -> Value:
             return ConstantValue(result)
         from .containers import SetValue
         return SetValue(result)   # a new set: mutable, its own Value
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(result, np.generic) and not isinstance(result, (np.object_, np.void)):
+        return ConstantValue(result)   # a NumPy scalar (np.pi * np.float32(2)): immutable
     raise Unsupported(f"a folded call returned {type(result).__name__}")
 
 

@@ -14,6 +14,8 @@ from ..diagnostics.errors import Unsupported, user_error
 from .base import Value, concrete, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
 from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
+from .numpy import ndarray as numpy_ops
+from .numpy import is_ndarray_value
 from .tensor import TensorValue, graph_call
 
 _INPLACE = frozenset(INPLACE_TO_BINARY)
@@ -99,6 +101,8 @@ def _object_binary(tx, op, a, b):
 
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    if is_ndarray_value(a) or is_ndarray_value(b):
+        return numpy_ops.binary(tx, op, a, b)
     from .containers import DictViewValue
     if isinstance(a, DictViewValue):
         return a.binary(tx, INPLACE_TO_BINARY.get(op, op), b, False)
@@ -224,6 +228,8 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
     if sym is not None:
         return sym
     a = concrete(tx, a)
+    if is_ndarray_value(a):
+        return numpy_ops.unary(tx, op, a)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) and op is not operator.not_:
         name = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}[op]
@@ -248,6 +254,8 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
         if res is not None:
             return res
     a, b = concrete(tx, a), concrete(tx, b)
+    if is_ndarray_value(a) or is_ndarray_value(b):
+        return numpy_ops.compare(tx, op, a, b)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         name, rname = _COMPARE_DUNDERS[op]

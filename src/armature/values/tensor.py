@@ -197,6 +197,9 @@ class TensorMethodValue(Value):
         name, t = self.name, self.tensor
         if name in ("item", "tolist") and tx.ctx.capture_scalars and not args and not kwargs:
             return t.scalar(tx) if name == "item" else t.to_list(tx)
+        if name == "numpy":
+            from .numpy import tensor_numpy
+            return tensor_numpy(tx, t, args, kwargs)
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
                               hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
