@@ -91,6 +91,9 @@ def set_python_attribute(tx, t, name: str, value: Value) -> None:
         return
     if owner is not None and not isinstance(raw, (property,)) and hasattr(raw, "__set__"):
         raise Unsupported(f"storing {name!r} through the descriptor {t.cls.__name__}.{name}")
+    if name == "grad":
+        _set_grad(tx, t, realize(tx.ctx, value))
+        return
     if _torch_defines(name):
         raise Unsupported(f"setting the tensor attribute {name!r} inside compiled code",
                           hint="without fullgraph the frame is split here (a graph break)")
@@ -98,6 +101,35 @@ def set_python_attribute(tx, t, name: str, value: Value) -> None:
     t.attrs[name] = value
     if t.source is not None:
         tx.ctx.effects.record(AttrStore(t, name, value))
+
+
+def _set_grad(tx, t, value: Value) -> None:
+    """``t.grad = g`` on a tensor from outside the frame: checked as torch
+    checks it, seen by later reads in the trace, written for real after the
+    graph (the same object eager would store)."""
+    from ..diagnostics.errors import user_error
+    from ..effects import AttrStore
+    from .constant import ConstantValue
+    from .tensor import TensorValue
+    if t.source is None:
+        raise Unsupported("setting .grad of a tensor made inside the compiled function",
+                          hint="without fullgraph the frame is split here (a graph break)")
+    if isinstance(value, ConstantValue) and value.value is None:
+        pass
+    elif isinstance(value, TensorValue):
+        g, f = value.fake, t.fake
+        if g.dtype != f.dtype or g.device != f.device:
+            raise user_error(RuntimeError, "attempting to assign a gradient with a different dtype or device "
+                                           "than the tensor")
+        if tuple(g.shape) != tuple(f.shape):
+            raise user_error(RuntimeError, "attempting to assign a gradient of size "
+                                           f"'{list(g.shape)}' to a tensor of size '{list(f.shape)}'. Please "
+                                           "ensure that the gradient and the tensor are the same size")
+    else:
+        raise user_error(TypeError, f"assigned grad expected to be a Tensor or None but got grad of type "
+                                    f"{value.python_type().__name__}")
+    t.attrs["grad"] = value
+    tx.ctx.effects.record(AttrStore(t, "grad", value))
 
 
 def needs_rebuild(t) -> bool:
