@@ -258,9 +258,11 @@ class UserFunctionValue(_Function):
         cells = self.fn.__closure__ or ()
         out = []
         source = source or self.source
+        if source is None and cells:
+            # a function trusted without a guard (torch's own): its cells are
+            # read through the function object itself
+            source = constant_source(self.fn, self.fn.__qualname__)
         for i, cell in enumerate(cells):
-            if source is None:
-                raise Unsupported(f"closure of {self.code.co_qualname} without a source")
             cached = ctx.value_cache.get(id(cell)) if ctx is not None else None
             if cached is not None and cached[0] is cell:
                 out.append(cached[1])
