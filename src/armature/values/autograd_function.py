@@ -83,8 +83,18 @@ def _constant_arg(v):
     return isinstance(v, _CONSTANT_ARG_TYPES) and not isinstance(v, torch.SymInt)
 
 
+def _is_index_function(cls: type) -> bool:
+    """torch's ``ModIndex`` (what ``TransformGetItemToIndex``, used by
+    transformers' mask code, turns ``t[i, j]`` into): its forward is
+    ``aten.index`` and its backward scatters the gradient into zeros,
+    which is ``aten.index``'s own derivative."""
+    return cls.__qualname__ == "ModIndex" and cls.__module__.endswith("._trace_wrapped_higher_order_op")
+
+
 def apply_function(tx, cls: type, args: list[Value], kwargs: dict) -> Value:
     from .tensor import TensorValue, graph_call
+    if _is_index_function(cls) and len(args) == 2 and not kwargs:
+        return graph_call(tx, "call_function", torch.ops.aten.index, list(args), {})
     name = cls.__qualname__
     if kwargs:
         raise Unsupported(f"{name}.apply() with keyword arguments")
