@@ -72,15 +72,7 @@ CASES = {
 }
 
 
-#: transformers 4.57 (the old library set, `./dev models --libs old`): GPT-2's
-#: mask code splits the forward (test_models.py's TORCH_FUNCTION_MODE: 4 graphs
-#: per compile, each counted by the backend), where torch.compile traces the
-#: mode and makes one graph.
-_OLD_LIBS_GPT2 = pytest.mark.xfail(
-    libsets.current() == "old", strict=True,
-    reason="transformers 4.57: the TorchFunctionMode graph breaks in GPT-2's mask code (several graphs "
-           "per compile)")
-NAMES = [pytest.param(n, marks=_OLD_LIBS_GPT2 if n == "gpt2" else ()) for n in sorted(CASES)]
+NAMES = sorted(CASES)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -114,16 +114,6 @@ HF_BLOCKERS = (
     "a dict with non-string/int keys",  # os.environ.get (LLaMA sdpa)
 )
 
-#: Why armature makes more graphs than torch.compile on transformers 4.57's
-#: decoder masks (the old library set; 5.x builds them without either).
-TORCH_FUNCTION_MODE = (
-    "transformers 4.57 builds the attention mask with torch.vmap inside a TorchFunctionMode "
-    "(masking_utils.sdpa_mask_recent_torch, `with TransformGetItemToIndex():`); armature does not "
-    "trace TorchFunctionModes or vmap yet: the mask code runs as Python between graphs "
-    "(_push_on_torch_function_stack is a graph break), where torch.compile traces both into one graph")
-_MODE_CAUSES = ("_push_on_torch_function_stack", "TorchFunctionMode")
-
-
 @dataclasses.dataclass(frozen=True)
 class Known:
     reason: str
@@ -136,14 +126,12 @@ class Known:
 #: (model, test kind) -> Known failure.  A strict xfail on the library sets it
 #: names; elsewhere the test must pass.
 XFAIL: dict[tuple[str, str], Known] = {
-    **{(name, "graph_count"): Known(TORCH_FUNCTION_MODE, _MODE_CAUSES, ("old",))
-       for name in ("gpt2", "llama", "qwen2", "mistral", *KV_CACHE)},
     ("whisper", "graph_count"): Known(
-        TORCH_FUNCTION_MODE + "; and in train mode, LayerDrop's data-dependent break (torch.compile breaks "
-        "there too) lands inside the loop over the layers: armature's resume function gets the loop's "
-        "iterator on its stack and cannot iterate a real iterator while tracing (`iterating <lazy "
-        "___stack0>`), one more break per layer, where torch.compile skips that frame and compiles the "
-        "layers' forwards as frames of their own", _MODE_CAUSES, ("old",)),
+        "transformers 4.57, train mode: LayerDrop's data-dependent break (torch.compile breaks there too) "
+        "lands inside the loop over the layers: armature's resume function gets the loop's iterator on its "
+        "stack and cannot iterate a real iterator while tracing (`iterating <lazy ___stack0>`), one more "
+        "break per layer, where torch.compile skips that frame and compiles the layers' forwards as frames "
+        "of their own", ("iterating <lazy",), ("old",)),
 }
 
 

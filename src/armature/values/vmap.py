@@ -110,14 +110,17 @@ class VmapValue(Value):
                 raise user_error(ValueError, f"vmap: Got in_dim={d} for some input, but that input is a Tensor "
                                              f"of dimensionality {ndim}")
             flat_dims[i] = d % ndim
-            size = int(leaf.fake.size(flat_dims[i]))   # (a dynamic size is specialised, guarded)
-            if batch is not None and size != batch:
+            size = leaf.fake.size(flat_dims[i])
+            if batch is not None and not _same_size(size, batch[1]):
                 raise user_error(ValueError, "vmap: Expected all tensors to have the same size in the mapped "
-                                             f"dimension, got sizes {batch} and {size} for the mapped dimension")
-            batch = size
+                                             f"dimension, got sizes {batch[1]} and {size} for the mapped dimension")
+            if batch is None:
+                # a dynamic size stays symbolic: (graph argument, fake-side value)
+                batch = _size_arg(tx, leaf, flat_dims[i])
         if batch is None:
             raise user_error(ValueError, "vmap: at least one input must be a Tensor with a mapped dimension "
                                          "(in_dims not None)")
+        batch_node, batch = batch
         ctx = tx.ctx
         graph = ctx.graph
         _steps.lazy_load_decompositions()
@@ -125,7 +128,7 @@ class VmapValue(Value):
         level = torch._C._functorch._vmap_increment_nesting(batch, self.randomness)
         try:
             level_node = graph.graph.create_node("call_function", _steps._vmap_increment_nesting,
-                                                 (batch, self.randomness), {})
+                                                 (batch_node, self.randomness), {})
             level_node.meta["example_value"] = level
             graph.op_count += 1
             batched = []
@@ -139,7 +142,7 @@ class VmapValue(Value):
                 batched.append(TensorValue(node, fake))
             inputs = [_from_tree(x) for x in tree_unflatten(batched, spec)]
             result = realize(ctx, self.func.call(tx, inputs, kwargs))
-            out = self._unbatch(tx, result, level, level_node, batch)
+            out = self._unbatch(tx, result, level, level_node, batch, batch_node)
             graph.graph.create_node("call_function", _steps._vmap_decrement_nesting, (), {})
             graph.op_count += 1
         except Unsupported as e:
@@ -152,7 +155,7 @@ class VmapValue(Value):
             torch._C._functorch._vmap_decrement_nesting()
         return out
 
-    def _unbatch(self, tx, result: Value, level: int, level_node, batch: int) -> Value:
+    def _unbatch(self, tx, result: Value, level: int, level_node, batch, batch_node) -> Value:
         from .tensor import TensorValue
         graph = tx.ctx.graph
         leaves, spec = tree_flatten(_to_tree(tx, result))
@@ -170,11 +173,27 @@ class VmapValue(Value):
                                              f"{leaf.python_type().__name__}. Did you mean to set out_dims= to "
                                              "None for output?")
             node, fake = graph.create_node("call_function", _steps._remove_batch_dim,
-                                           (leaf.node, level_node, batch, d), {},
+                                           (leaf.node, level_node, batch_node, d), {},
                                            lambda leaf=leaf, d=d: torch._C._functorch._remove_batch_dim(
                                                leaf.fake, level, batch, d))
             outs.append(TensorValue(node, fake))
         return _from_tree(tree_unflatten(outs, spec))
+
+
+def _same_size(a, b) -> bool:
+    if isinstance(a, torch.SymInt) or isinstance(b, torch.SymInt):
+        return bool(a == b)   # (decided by the ShapeEnv, guarded)
+    return a == b
+
+
+def _size_arg(tx, t, dim: int):
+    """(graph argument, fake-side value) of ``t``'s size along ``dim``: a
+    SymInt node where the size is dynamic, else the int."""
+    size = t.fake.size(dim)
+    if not isinstance(size, torch.SymInt):
+        return int(size), int(size)
+    from .tensor import size_value, to_graph_arg
+    return to_graph_arg(size_value(tx.ctx, t, dim))
 
 
 def _make_vmap(func, in_dims, out_dims, randomness, chunk_size):
