@@ -122,3 +122,40 @@ def test_vmap_errors_are_eagers():
         f(torch.randn(2))
     with pytest.raises(ValueError):
         armature.compile(f, backend="eager")(torch.randn(2))
+
+
+def test_torchs_own_get_item_to_index_mode_with_padding_mask():
+    """transformers 4.57 uses torch's TransformGetItemToIndex (torch.utils._pytree.tree_leaves
+    and ModIndex inside): one graph, eager's result, over several lengths with one recompile."""
+    from torch._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
+
+    def build(x, attention_mask):
+        def mask(b, h, q, kv):
+            return (kv <= q) & attention_mask[b, kv]
+        fn = mask
+        for dims in [(None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)]:
+            fn = torch.vmap(fn, in_dims=dims, out_dims=0)
+        n = x.shape[1]
+        with TransformGetItemToIndex():
+            m = fn(torch.arange(x.shape[0]), torch.arange(1), torch.arange(n), torch.arange(n))
+        return torch.where(m[:, 0], x, torch.zeros_like(x))
+
+    counting = CountingBackend("eager")
+    cf = armature.compile(build, backend=counting)
+    for n in (5, 6, 7, 9):
+        x = torch.randn(2, n, n)
+        attention_mask = torch.rand(2, n) > 0.3
+        torch.testing.assert_close(cf(x, attention_mask), build(x, attention_mask))
+    assert counting.frame_count == 2          # the second size makes the length dynamic
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_tree_leaves_in_traced_code():
+    import torch.utils._pytree as pytree
+
+    def f(x, y):
+        leaves = pytree.tree_leaves(((x, None), {"a": y, "b": [x, 3]}))
+        return sum(v * 2 for v in leaves if isinstance(v, torch.Tensor)) + len(leaves)
+
+    x, y = torch.randn(2), torch.randn(2)
+    _check(f, x, y)

@@ -6,8 +6,8 @@ torch-internal dict as a guarded object.  Code in the models armature
 compiles calls ``tree_leaves`` on small argument structures (transformers'
 ``TransformGetItemToIndex`` mode does, on every indexing inside its mask
 code), so it is answered here directly with pytree's rules: tuples, lists,
-dicts (in key order), namedtuples and ``None`` (a node without children) are
-looked into; any other type registered as a pytree node is not modelled (a
+dicts (in key order) and namedtuples are looked into (``None`` is a leaf or an
+empty node, as this torch's pytree has it); any other type registered as a pytree node is not modelled (a
 graph break); everything else is a leaf.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _leaves(tx, v: Value, out: list) -> None:
     v = realize(tx.ctx, v)
     if isinstance(v, ConstantValue):
         value = v.value
-        if value is None:
+        if value is None and not _NONE_IS_LEAF:
             return
         if isinstance(value, (tuple, list, dict)) and (value or type(value) not in (tuple, list, dict)):
             for leaf in pytree.tree_leaves(value):
@@ -61,6 +61,9 @@ def _leaves(tx, v: Value, out: list) -> None:
         raise Unsupported(f"torch.utils._pytree.tree_leaves() of a {t.__name__}")
     out.append(v)
 
+
+#: whether this torch's pytree counts None as a leaf (it has differed between versions)
+_NONE_IS_LEAF = pytree.tree_leaves(None) == [None]
 
 #: tuple subclasses pytree treats as leaves (not registered, not namedtuples)
 _LEAF_SEQUENCES = frozenset({torch.Size})
