@@ -1,0 +1,175 @@
+"""What a user can do about a graph break or a fallback: one table.
+
+Every reason armature gives for splitting a frame (a graph break) or for
+running a frame as Python (a fallback) is matched here against an ordered
+table of patterns; the first rule that matches gives the hint.  The raise
+site's own ``hint=`` is used only when no rule matches, and a generic hint
+when neither exists, so every reason has one.  ``explain()``, the
+``graph_breaks``/``fallbacks`` logs, the runner's summary and the HTML
+report all call :func:`hint_for`, so a user reads the same advice
+everywhere.  Adding a rule here improves all four.
+
+A hint says which rewrite, API call or config option avoids the break, and
+whether it is a known limitation of armature (``limitation``: the code is
+fine, armature does not model it yet) rather than something every
+compiler must break on.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hint:
+    #: short label used to group reasons in the summary and report
+    category: str
+    #: what to do about it, in one or two sentences
+    text: str
+    #: a known limitation of armature (torch.compile may well capture it)
+    limitation: bool = False
+
+    def __str__(self) -> str:
+        tail = " (a known limitation of armature)" if self.limitation else ""
+        return f"{self.text}{tail}"
+
+
+def _rule(pattern: str, category: str, text: str, limitation: bool = False):
+    return re.compile(pattern, re.IGNORECASE | re.DOTALL), Hint(category, text, limitation)
+
+
+#: (pattern, hint), first match wins: specific rules before general ones.
+RULES = (
+    # --- asked for by the user -----------------------------------------------
+    _rule(r"graph_break\(\) was called", "requested",
+          "the code calls graph_break() (armature.graph_break, or the torch compiler helper of that name); remove the "
+          "call to keep one graph"),
+    _rule(r"marked armature\.disable|armature\.disable\(", "requested",
+          "the callee is disabled (armature.disable / torch.compiler.disable) and runs as Python between "
+          "two graphs; remove the decorator, or trace it anyway inside `with armature.dont_skip_tracing():`"),
+    _rule(r"marked armature\.disallow_in_graph", "requested",
+          "the callee is marked disallow_in_graph; undo it with armature.disallow_in_graph(fn, False)"),
+    _rule(r"marked armature\.allow_in_graph, but is called with", "requested",
+          "an allow_in_graph function takes tensors, numbers and constants only; pass those, or remove "
+          "the mark so the call is traced"),
+    # --- data-dependent: every compiler breaks here ---------------------------
+    _rule(r"Tensor\.item\(\)|int\(\) of a tensor|float\(\) of a tensor|__int__\(\)|__float__\(\)|item\(\) of",
+          "data-dependent",
+          "reading a Python number out of a tensor needs its data; keep it a tensor (x.sum() instead of "
+          "x.sum().item()), or set armature.config.capture_scalar_outputs = True (on with fullgraph=True) "
+          "to keep it in the graph as a symbol"),
+    _rule(r"truth value of a tensor|bool\(\) of a tensor|data-dependent control flow", "data-dependent",
+          "a Python `if`/`while`/`and` on a tensor's value needs its data: the branch is evaluated for real "
+          "and only the side taken is compiled. Use torch.where(cond, a, b) or torch.cond to keep both "
+          "sides in one graph, or branch outside the compiled function"),
+    _rule(r"data-dependent size or scalar|depends on tensor data|depends on its data|"
+          r"using a tensor as an index", "data-dependent",
+          "an output size or value depends on tensor data; set armature.config."
+          "capture_dynamic_output_shape_ops = True (nonzero, masks) or capture_scalar_outputs = True, and "
+          "tell armature facts with torch._check(...), e.g. torch._check(n >= 0)"),
+    _rule(r"tolist\(\)", "data-dependent",
+          "tolist() reads tensor data; keep the values in a tensor, or call tolist() outside the compiled "
+          "function"),
+    _rule(r"numpy|__array__", "leaves torch",
+          "numpy code is not traced; keep the computation in torch ops inside the compiled function, or "
+          "convert outside it"),
+    # --- effects the graph cannot hold ----------------------------------------
+    _rule(r"print\(\) writes output", "I/O",
+          "print() runs as Python between two graphs; print outside the compiled function, print less "
+          "often, or log tensors after the call returns"),
+    _rule(r"logging|Logger\.", "I/O",
+          "logging runs as Python between graphs; log outside the compiled function or guard the call "
+          "with `if not torch.compiler.is_compiling():`"),
+    _rule(r"Tensor\.backward\(\)|registering hooks|retain_grad|requires_grad_|autograd metadata",
+          "autograd",
+          "autograd calls (backward(), hooks, requires_grad_) run outside the graph; call them after the "
+          "compiled forward returns"),
+    _rule(r"changes global RNG state|rng_state|set_default_dtype|set_default_device|set_default_tensor_type|"
+          r"may change global state", "global state",
+          "calls that change torch's global state run as Python; make them once, outside the compiled "
+          "function"),
+    _rule(r"data_ptr|storage access|real state of an intermediate tensor", "memory",
+          "real storage and pointers do not exist while tracing; read them outside the compiled function"),
+    # --- armature not modelling something (yet) -------------------------------
+    _rule(r"TorchFunctionMode|torch function mode|_push_on_torch_function_stack", "torch function modes",
+          "torch function modes (and torch.vmap built on them) are not modelled yet; call the compiled "
+          "function outside the `with mode:` block, or compile the code inside it", limitation=True),
+    _rule(r"tensor subclass", "tensor subclasses",
+          "tensor subclasses are not modelled yet; pass plain tensors (t.as_subclass(torch.Tensor)) or "
+          "compile the code that runs after unwrapping", limitation=True),
+    _rule(r"a C function armature does not know|implemented in C|the C (__call__|__getattribute__|"
+          r"__setattr__|__delattr__|descriptor)", "C code",
+          "armature does not run unknown C functions while tracing; if the call is pure, compute it "
+          "before the compiled function and pass the result in, or wrap the caller in "
+          "armature.allow_in_graph if it only takes and returns tensors", limitation=True),
+    _rule(r"generator is still running|generator\.send|is a generator or coroutine|coroutine function",
+          "generators",
+          "generators that outlive the frame and coroutines are not compiled; consume the generator "
+          "inside the compiled function (list(...)) or compile the function that consumes it",
+          limitation=True),
+    _rule(r"the bytecode instruction", "bytecode",
+          "this bytecode instruction is not modelled yet; rewriting the statement (e.g. a class statement "
+          "or `import` moved to module level) avoids it", limitation=True),
+    _rule(r"importing .*not imported yet", "imports",
+          "import the module at module level, so that importing has no side effects inside the compiled "
+          "function"),
+    _rule(r"inlining .* exceeds the depth limit", "recursion",
+          "recursion deeper than armature.config.inline_depth_limit is not inlined; raise the limit or "
+          "rewrite the recursion as a loop"),
+    _rule(r"inference_mode", "inference mode",
+          "enter torch.inference_mode() around the call of the compiled function rather than inside it, "
+          "and keep graph breaks out of such blocks"),
+    _rule(r"autograd\.Function|ctx\.|\.apply\(\)|\.backward returns|forward or backward", "autograd.Function",
+          "the custom autograd.Function is called natively; pass tensors and constants to apply(), keep "
+          "forward/backward free of side effects and outside reads", limitation=True),
+    _rule(r"hooks? on|backward hooks|forward pre-hook", "module hooks",
+          "backward hooks inside compiled code are not supported yet; register them on the compiled "
+          "module's output after the call, or remove them while compiling", limitation=True),
+    _rule(r"config\.patch", "config.patch",
+          "patch armature.config around the call of the compiled function, and keep graph breaks out of "
+          "a patched region"),
+    _rule(r"set_stance", "stances",
+          "call set_stance outside the compiled function (around the call)"),
+    _rule(r"storing attribute|mutating|writing|assigning|deleting", "mutation",
+          "this kind of mutation of outside state is not replayed yet; do it outside the compiled "
+          "function, or return the new value and assign it after the call", limitation=True),
+    _rule(r"lru_cache", "functools.lru_cache",
+          "a cached call reads and fills its cache; call the undecorated function (fn.__wrapped__) inside "
+          "compiled code", limitation=True),
+    # --- fallbacks: the whole frame ran as Python -----------------------------
+    _rule(r"recompile limit", "recompile limit",
+          "a value changes on every call; make it a tensor, mark it dynamic (armature.mark_dynamic, "
+          "ARMATURE_DYNAMIC_SOURCES), or raise armature.config.recompile_limit"),
+    _rule(r"written for CPython", "Python version",
+          "armature traces CPython 3.11 only so far; run under Python 3.11 to compile", limitation=True),
+    _rule(r"not identifiers|reserved for armature", "names",
+          "rename the parameter or local so it is a plain identifier not starting with '___'"),
+    _rule(r"cannot be split there", "break placement",
+          "the break falls where a frame cannot be split (e.g. inside a with-block armature cannot "
+          "rebuild); move the construct that breaks out of that block, or into a helper function",
+          limitation=True),
+    _rule(r"internal error", "armature bug",
+          "this is a bug in armature, not in your code: the frame runs as Python. Please report it with "
+          "the output of ARMATURE_LOGS=fallbacks", limitation=True),
+    _rule(r"backend .* failed", "backend",
+          "the backend failed on the captured graph; try backend='aot_eager' or 'eager' to tell a "
+          "backend problem from a capture problem"),
+)
+
+#: the hint of a reason no rule (and no raise site) covers
+DEFAULT = Hint("not modelled", "armature does not model this construct yet, so the code around it runs as "
+               "Python between two graphs; move it out of the compiled function (compute it before the "
+               "call) or into a helper marked armature.disable; fullgraph=True turns it into an error "
+               "naming the line", limitation=True)
+
+
+def hint_for(reason: str, site_hint: str | None = None) -> Hint:
+    """The hint for one break or fallback reason (the first matching rule;
+    else the raise site's own hint; else :data:`DEFAULT`)."""
+    first = reason.splitlines()[0] if reason else ""
+    for pattern, hint in RULES:
+        if pattern.search(first):
+            return hint
+    if site_hint:
+        return Hint("not modelled", site_hint, limitation=True)
+    return DEFAULT
