@@ -205,12 +205,14 @@ class patch_torch_compile:  # noqa: N801 - used like a function: `with armature.
         self.router = Router(backend)
         self.record_run = record_run
         self._saved: list | None = None
+        self._started_recording = False
 
     def start(self) -> "patch_torch_compile":
         if self._saved is not None:
             return self
-        if self.record_run:
+        if self.record_run and not record.active:
             record.start()
+            self._started_recording = True
         saved = []
         for module, name, value in _targets(self.router):
             saved.append((module, name, module.__dict__.get(name, _MISSING)))
@@ -227,6 +229,9 @@ class patch_torch_compile:  # noqa: N801 - used like a function: `with armature.
             else:
                 setattr(module, name, old)
         self._saved = None
+        if self._started_recording:   # the record stays readable (summary, report)
+            record.stop()
+            self._started_recording = False
 
     def __enter__(self) -> "patch_torch_compile":
         return self.start()
