@@ -165,7 +165,12 @@ def _function_record(fn, module, cache) -> FunctionRecord:
     code, _ = origin_of(cache.code)
     label = ""
     if module is not None:            # a compiled module: armature's _module_call on it
+        import inspect
         forward = getattr(type(module), "forward", None)
+        try:   # through decorators (transformers wraps forward) to the code the user wrote
+            forward = inspect.unwrap(forward) if forward is not None else None
+        except ValueError:
+            pass
         if isinstance(forward, types.FunctionType):
             code = forward.__code__
         label = f"compiled module {type(module).__name__}"

@@ -68,10 +68,15 @@ def _function_view(index: int, f: FunctionRecord) -> dict:
     colour = {e.graph_index: PALETTE[i % len(PALETTE)] for i, e in enumerate(graphs)}
     local = {e.graph_index: i for i, e in enumerate(graphs)}
     per_line: dict[int, list] = {}
+    elsewhere: dict[str, list] = {}     # other files: {file: [lines, ops]} (inlined callees)
     for e in graphs:
         for (filename, lineno), n in e.lines.items():
             if filename == f.filename:
                 per_line.setdefault(lineno, []).append(e.graph_index)
+            else:
+                item = elsewhere.setdefault(filename, [set(), 0])
+                item[0].add(lineno)
+                item[1] += n
     breaks: dict[int, list] = {}
     for e in f.breaks:
         b = e.graph_break
@@ -114,6 +119,8 @@ def _function_view(index: int, f: FunctionRecord) -> dict:
         "calls": f.calls, "n_entries": len(f.entries), "n_graphs": len(graphs), "n_breaks": f.distinct_breaks,
         "n_recompiles": len(f.recompiles), "compile_ms": f.compile_s * 1e3, "fell_back": f.fell_back,
         "rows": rows, "truncated": len(src) >= MAX_SOURCE_LINES, "entries": entries,
+        "elsewhere": [{"file": _rel(fn), "lines": len(v[0]), "ops": v[1]}
+                      for fn, v in sorted(elsewhere.items(), key=lambda kv: -kv[1][1])[:12]],
         "legend": [{"n": i, "colour": colour[e.graph_index], "ops": e.op_count} for i, e in enumerate(graphs)],
         "recompiles": [{"at_ms": r.at_s * 1e3, "guard": r.guard, "expected": r.expected, "now": r.now,
                         "reason": r.reason.splitlines()[0] if r.reason else ""} for r in f.recompiles],

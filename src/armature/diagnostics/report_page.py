@@ -133,6 +133,10 @@ then backend <span class="swatch" style="background:#f0a040"></span>; {{ "%.0f"|
 {% endfor %}
 </table>
 {% if f.truncated %}<p class="meta">(source cut at {{ f.rows|length }} lines)</p>{% endif %}
+{% if f.elsewhere %}
+<p class="meta">Also captured, from functions it calls:
+{% for x in f.elsewhere %}<code>{{ x.file }}</code> ({{ x.lines }} lines){% if not loop.last %}, {% endif %}{% endfor %}</p>
+{% endif %}
 
 {% if f.python %}
 <h3>Ran as Python</h3>
