@@ -23,7 +23,7 @@ th { background: #f3f4f8; } td.num { text-align: right; font-variant-numeric: ta
 .stats span { display: inline-block; margin: 4px 14px 4px 0; } .stats b { font-size: 18px; }
 .bad { color: #b00020; font-weight: 600; } .ok { color: #1b7f3b; }
 code, pre, .src { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-pre { background: #f7f7fa; border: 1px solid #e4e4ec; padding: 8px; overflow-x: auto; margin: 4px 0; }
+pre { background: #f7f7fa; border: 1px solid #e4e4ec; padding: 8px; overflow: auto; margin: 4px 0; max-height: 30em; }
 .src { border: 1px solid #dde; border-collapse: collapse; width: 100%; }
 .src td { border: 0; padding: 0 6px; white-space: pre; }
 .src td.ln { color: #99a; text-align: right; width: 3em; user-select: none; border-right: 1px solid #dde; }

@@ -1,5 +1,6 @@
-"""torch.compile as a decorator on a module method (with arguments) and a
-bare decorator on a function, plus torch._dynamo.disable and graph_break."""
+"""torch.compile as a decorator on a module method and on a function (with
+arguments: the bare form is tested in test_patch.py, without paying for
+inductor twice), plus torch._dynamo.disable and graph_break."""
 import torch
 import torch._dynamo
 import torch.nn as nn
@@ -25,7 +26,7 @@ class Block(nn.Module):
         return y * 2, shape
 
 
-@torch.compile
+@torch.compile(dynamic=True, backend="eager")
 def add_one(x):
     return x + 1
 
