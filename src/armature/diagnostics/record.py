@@ -13,6 +13,7 @@ made, from the entries the record keeps alive.
 """
 from __future__ import annotations
 
+import re
 import time
 import types
 from dataclasses import dataclass, field
@@ -242,6 +243,10 @@ def recompiled(fn, cache, reason: str, args, kwargs, module=None) -> None:
                 now = _current_value(fn, g, args, kwargs)
     except Exception:   # a report must never break the run
         pass
+    if expected is None:   # tensor and shape guards: "x.size()[0] == 12 failed: got 4"
+        m = re.search(r"== (\S+) failed: got (.+)$", reason.splitlines()[0] if reason else "")
+        if m:
+            expected, now = m.group(1), m.group(2)
     f.recompiles.append(RecompileRecord(time.perf_counter() - _RECORD.started, reason, guard, expected, now))
 
 

@@ -149,9 +149,10 @@ then backend <span class="swatch" style="background:#f0a040"></span>; {{ "%.0f"|
 <thead><tr><th>at ms</th><th>guard that failed</th><th>compiled for</th><th>now</th></tr></thead>
 <tbody>
 {% for r in f.recompiles %}
-<tr><td class="num">{{ "%.0f"|format(r.at_ms) }}</td><td><code>{{ r.guard or r.reason }}</code></td>
+<tr><td class="num">{{ "%.0f"|format(r.at_ms) }}</td><td><code>{{ r.guard or r.reason }}</code>
+{% if r.guard and r.reason %}<br><span class="meta">{{ r.reason }}</span>{% endif %}</td>
 <td><code>{{ r.expected if r.expected is not none else "" }}</code></td>
-<td><code>{{ r.now if r.now is not none else r.reason }}</code></td></tr>
+<td><code>{{ r.now if r.now is not none else "" }}</code></td></tr>
 {% endfor %}
 </tbody>
 </table>
