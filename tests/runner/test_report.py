@@ -127,7 +127,12 @@ def test_every_reason_has_a_hint():
                              ("call to time.time, a C function armature does not know", "C code"),
                              ("internal error: KeyError while compiling f: 3", "armature bug"),
                              ("f was called with a TorchFunctionMode active; ...", "torch function modes"),
-                             ("armature.graph_break() was called", "requested")]:
+                             ("armature.graph_break() was called", "requested"),
+                             ("iterating <lazy ___stack0>", "iterators"),
+                             ("g() could not be inlined: ValueError: bottom reached", "exceptions"),
+                             ("str() with arguments that are not known while tracing", "values not known"),
+                             ("LazyLinear has hooks installed", "lazy modules"),
+                             ("hit the recompile limit (8); last reason: n == 3", "recompile limit")]:
         assert hints.hint_for(reason).category == category, reason
     for _, h in hints.RULES:
         assert h.text and h.category

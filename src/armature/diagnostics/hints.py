@@ -40,6 +40,9 @@ def _rule(pattern: str, category: str, text: str, limitation: bool = False):
 
 #: (pattern, hint), first match wins: specific rules before general ones.
 RULES = (
+    _rule(r"internal error", "armature bug",
+          "this is a bug in armature, not in your code: the frame runs as Python. Please report it with "
+          "the output of ARMATURE_LOGS=fallbacks", limitation=True),
     # --- asked for by the user -----------------------------------------------
     _rule(r"graph_break\(\) was called", "requested",
           "the code calls graph_break() (armature.graph_break, or the torch compiler helper of that name); remove the "
@@ -116,7 +119,7 @@ RULES = (
     _rule(r"inlining .* exceeds the depth limit", "recursion",
           "recursion deeper than armature.config.inline_depth_limit is not inlined; raise the limit or "
           "rewrite the recursion as a loop"),
-    _rule(r"inference_mode", "inference mode",
+    _rule(r"inference_mode|inference tensor", "inference mode",
           "enter torch.inference_mode() around the call of the compiled function rather than inside it, "
           "and keep graph breaks out of such blocks"),
     _rule(r"autograd\.Function|ctx\.|\.apply\(\)|\.backward returns|forward or backward", "autograd.Function",
@@ -130,12 +133,42 @@ RULES = (
           "a patched region"),
     _rule(r"set_stance", "stances",
           "call set_stance outside the compiled function (around the call)"),
-    _rule(r"storing attribute|mutating|writing|assigning|deleting", "mutation",
+    _rule(r"torch\.jit\.ScriptModule|TorchScript", "TorchScript",
+          "TorchScript modules run as they are; call them outside the compiled function, or compile the "
+          "Python module they were scripted from"),
+    _rule(r"_set_grad_enabled\(\) called directly", "grad mode",
+          "use `with torch.no_grad():` / `torch.set_grad_enabled(mode)` instead of calling "
+          "torch._C._set_grad_enabled directly"),
+    _rule(r"has hooks installed|(?-i:Lazy[A-Z]\w*)", "lazy modules",
+          "run the model once eagerly before compiling it, so lazy modules create their parameters and "
+          "remove their initialisation hooks"),
+    _rule(r"__dict__", "instance dicts",
+          "this use of an instance __dict__ (pop/clear, a dict shared by two objects, replacing it) is not "
+          "modelled yet; read and write attributes with getattr/setattr/delattr instead", limitation=True),
+    _rule(r"storing attribute|mutating|writing|assigning|deleting|custom __setattr__", "mutation",
           "this kind of mutation of outside state is not replayed yet; do it outside the compiled "
           "function, or return the new value and assign it after the call", limitation=True),
     _rule(r"lru_cache", "functools.lru_cache",
           "a cached call reads and fills its cache; call the undecorated function (fn.__wrapped__) inside "
           "compiled code", limitation=True),
+    _rule(r"iterating <lazy|made outside the frame|next\(\) on <|iterating <\w+ object", "iterators",
+          "an iterator made outside the compiled code (or carried across a graph break) is consumed "
+          "natively; iterate over the container itself inside the compiled function, or move the graph "
+          "break out of the loop", limitation=True),
+    _rule(r"operator mod on Constant\(|formatting .* into a string|str\.format", "string formatting",
+          "formatting strings from values not known while tracing (logging format strings, %-formatting "
+          "of objects) runs as Python; format and log outside the compiled function"),
+    _rule(r"creating an instance of|creating \w+, (which|a namedtuple)|TypeError constructing", "objects",
+          "constructing this class inside compiled code is not modelled yet; create the object outside "
+          "and pass it in", limitation=True),
+    _rule(r"not known while tracing|not constants|not a constant", "values not known",
+          "the call needs a value armature only knows at run time (tensor data, an object it cannot "
+          "inspect); compute it before the compiled function and pass it in as an argument",
+          limitation=True),
+    _rule(r"raising <|(^|: )[A-Z]\w*(Error|Exception)\b|StopIteration|a bare raise", "exceptions",
+          "the program raises an exception here, and armature raises it natively, as eager does; if this "
+          "is the normal path (a try/except used for control flow), test the condition first (e.g. "
+          "`if key in d:`) so the traced path does not raise"),
     # --- fallbacks: the whole frame ran as Python -----------------------------
     _rule(r"recompile limit", "recompile limit",
           "a value changes on every call; make it a tensor, mark it dynamic (armature.mark_dynamic, "
@@ -148,9 +181,6 @@ RULES = (
           "the break falls where a frame cannot be split (e.g. inside a with-block armature cannot "
           "rebuild); move the construct that breaks out of that block, or into a helper function",
           limitation=True),
-    _rule(r"internal error", "armature bug",
-          "this is a bug in armature, not in your code: the frame runs as Python. Please report it with "
-          "the output of ARMATURE_LOGS=fallbacks", limitation=True),
     _rule(r"backend .* failed", "backend",
           "the backend failed on the captured graph; try backend='aot_eager' or 'eager' to tell a "
           "backend problem from a capture problem"),
