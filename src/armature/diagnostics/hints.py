@@ -158,7 +158,11 @@ RULES = (
     _rule(r"operator mod on Constant\(|formatting .* into a string|str\.format", "string formatting",
           "formatting strings from values not known while tracing (logging format strings, %-formatting "
           "of objects) runs as Python; format and log outside the compiled function"),
-    _rule(r"creating an instance of|creating \w+, (which|a namedtuple)|TypeError constructing", "objects",
+    _rule(r"_getframe|currentframe|looks at the frame", "frame introspection",
+          "code that inspects its own frame (sys._getframe, inspect.currentframe, logging's caller lookup) "
+          "runs as Python; log or inspect outside the compiled function"),
+    _rule(r"creating an instance of|creating the module|creating \w+, (which|a namedtuple)|TypeError constructing",
+          "objects",
           "constructing this class inside compiled code is not modelled yet; create the object outside "
           "and pass it in", limitation=True),
     _rule(r"not known while tracing|not constants|not a constant", "values not known",
