@@ -95,11 +95,12 @@ RULES = (
           "real storage and pointers do not exist while tracing; read them outside the compiled function"),
     # --- armature not modelling something (yet) -------------------------------
     _rule(r"TorchFunctionMode|torch function mode|_push_on_torch_function_stack", "torch function modes",
-          "torch function modes (and torch.vmap built on them) are not modelled yet; call the compiled "
-          "function outside the `with mode:` block, or compile the code inside it", limitation=True),
+          "enter and leave a torch function mode on the same side of the compiled call (both inside the "
+          "compiled function, or `with mode:` around the call)"),
     _rule(r"tensor subclass", "tensor subclasses",
-          "tensor subclasses are not modelled yet; pass plain tensors (t.as_subclass(torch.Tensor)) or "
-          "compile the code that runs after unwrapping", limitation=True),
+          "a subclass with __torch_dispatch__ is traced only as a traceable wrapper (it defines "
+          "__tensor_flatten__/__tensor_unflatten__) and must be constructible in Python; otherwise pass plain "
+          "tensors (t.as_subclass(torch.Tensor))", limitation=True),
     _rule(r"a C function armature does not know|implemented in C|the C (__call__|__getattribute__|"
           r"__setattr__|__delattr__|descriptor)", "C code",
           "armature does not run unknown C functions while tracing; if the call is pure, compute it "
