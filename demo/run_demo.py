@@ -11,8 +11,14 @@ prints, on one screen:
   4. compile time: armature's tracing vs the backend's compile
   5. speed: median per-call latency of eager vs armature vs torch.compile
      (same backend, same model, interleaved rounds) and a correctness check
+  6. a greedy decoding loop (eager backend) with a graph break and a
+     recompile, as a user's generate() would have
 
-Usage:  ./dev demo [--backend inductor|aot_eager|eager] [--no-torch-compile] [--quick]
+and writes the run's one-file HTML report (demo/report.html, or --report
+PATH): every compiled function's source shaded by graph, the breaks with
+their hints, guards, recompiles, FX code and a compile timeline.
+
+Usage:  ./dev demo [--backend inductor|aot_eager|eager] [--no-torch-compile] [--quick] [--report PATH]
 """
 from __future__ import annotations
 
@@ -208,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="few timing rounds (a smoke run; numbers are noisy)")
     p.add_argument("--rounds", type=int, default=None, help="timing rounds (default 7, --quick 2)")
     p.add_argument("--calls", type=int, default=None, help="calls per variant per round (default 20, --quick 2)")
+    p.add_argument("--report", default=os.path.join(HERE, "report.html"),
+                   help="where to write the HTML report of the run (default demo/report.html)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (default 1: steadier timings on a small shared CPU; "
                         "0 keeps torch's default)")
@@ -236,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     frontend = {} if a.quick else frontend_compile_times(model, idx, not a.no_torch_compile)
 
     # --- compile with armature (the first call traces and compiles) ---------
+    # From here on the run is recorded; the HTML report is written at exit.
+    armature.report(a.report)
     compiled = armature.compile(model, backend=a.backend)
     arm_error = None
     arm_out = None
@@ -377,8 +387,44 @@ def main(argv: list[str] | None = None) -> int:
         print("  armature FAILED: no output to check")
     else:
         print(f"  armature output {'matches' if ok else 'DOES NOT MATCH'} eager (atol=rtol=1e-4)")
+    decode_ok = decode_section(model, idx)
+    print()
+    print(f"HTML report of this run: {a.report} (written at exit; open it in a browser)")
     # A fallback is reported but is not an error; a failure or a wrong result is.
-    return 0 if ok else 1
+    return 0 if ok and decode_ok else 1
+
+
+def decode_step(model, idx, eos: int = 0):
+    """One greedy decoding step, as a user's generate() loop might write it."""
+    logits = model(idx)[:, -1, :]
+    next_tok = logits.argmax(-1, keepdim=True)
+    if (next_tok == eos).all():        # stop at the end-of-sequence token: a graph break
+        return None
+    return torch.cat([idx, next_tok], dim=1)
+
+
+def decode_section(model, idx) -> bool:
+    """Section 6: a loop whose input grows by one token per call (a recompile,
+    after which the length is dynamic) around a print of a Python number (a
+    graph break).  Eager backend: this part is about what the report shows."""
+    section("6. A decoding loop: a graph break and a recompile (eager backend)")
+    step = armature.compile(decode_step, backend="eager")
+    ids = eager_ids = idx[:1, :8]
+    for _ in range(6):
+        ids = step(model, ids)
+        eager_ids = decode_step(model, eager_ids)
+        print(f"    length {ids.shape[1]:>2}: last token {ids[0, -1].item():>3}")
+    same = torch.equal(ids, eager_ids)
+    entries = armature.cache_entries(step)
+    breaks = [e.graph_break for e in entries if e.graph_break is not None]
+    kv("cache entries", len(entries))
+    kv("recompiles", step._cache.recompiles)
+    if breaks:
+        b = breaks[0]
+        print(f"  graph break: {b.reason}")
+        print_wrapped(f"hint: {b.hint}", "    ")
+    print(f"  tokens {'match' if same else 'DO NOT MATCH'} eager decoding")
+    return same
 
 
 if __name__ == "__main__":

@@ -12,6 +12,16 @@ from .graph.dynamic import DynamicDimSpecialized
 from .runtime.markers import allow_in_graph, disable, disallow_in_graph, dont_skip_tracing, graph_break
 from .runtime.stance import RecompileError, Stance, get_stance, set_stance
 from .runtime.marks import mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
+from .diagnostics.report import report
+
+
+def patch_torch_compile(backend=None, record_run: bool = True):
+    """Route ``torch.compile`` and the ``torch._dynamo``/``torch.compiler``
+    helpers to armature: ``with armature.patch_torch_compile(): ...`` (or
+    ``.start()``/``.stop()``), as ``python -m armature run`` does for a whole
+    script.  See armature/runner/patch.py."""
+    from .runner.patch import patch_torch_compile as _patch
+    return _patch(backend=backend, record_run=record_run)
 
 __all__ = [
     "compile", "reset", "list_backends", "register_backend", "cache_entries", "config",
@@ -20,5 +30,16 @@ __all__ = [
     "allow_in_graph", "disallow_in_graph", "dont_skip_tracing",
     "set_stance", "get_stance", "Stance", "RecompileError",
     "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked", "DynamicDimSpecialized",
+    "report", "patch_torch_compile",
 ]
 __version__ = "0.1.0"
+
+
+def _report_from_env() -> None:
+    import os
+    path = os.environ.get("ARMATURE_REPORT")
+    if path:
+        report(path)
+
+
+_report_from_env()

@@ -17,6 +17,7 @@ import torch
 from . import config as config_mod
 from .backends import lookup_backend
 from .diagnostics import logs
+from .diagnostics import record as _record
 from .diagnostics.errors import Unsupported
 from .graph.dynamic import DynamicDimSpecialized
 from .guards.build import explain_failure
@@ -55,6 +56,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._has_self:
             args = (self._self, *args)
+        self._cache.calls += 1
         if _stance.special:   # force_eager, skip_guard_eval_unsafe, force_backend
             result = self._dispatch_under_stance(args, kwargs)
             return result.run() if type(result) is TailCall else result
@@ -146,6 +148,8 @@ class CompiledFunction:
             reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
             _note_changed_number(cache, f, args, kwargs)
             cache.recompile_reasons.append(reason)
+            if _record.active:
+                _record.recompiled(f, cache, reason, args, kwargs, module=self._module_of_call())
             log_recompiles.debug("recompiling %s (recompile %d): guard failed: %s%s",
                                  f.__qualname__, cache.recompiles, reason, _whitelist_hint(cache, self._dynamic))
             if len(cache.entries) >= config_mod.config.recompile_limit:
@@ -156,6 +160,9 @@ class CompiledFunction:
                     f"plain Python from now on. Last reason: {reason}. Raise "
                     f"armature.config.recompile_limit or make the changing value a tensor.",
                     RuntimeWarning, stacklevel=3)
+                if _record.active:
+                    _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
+                                      f"last reason: {reason}", module=self._module_of_call())
                 return f(*args, **kwargs)
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
@@ -167,7 +174,14 @@ class CompiledFunction:
         if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
             return f(*args, **kwargs)
         cache.add(entry)
+        if _record.active:
+            _record.entry_added(f, cache, entry, module=self._module_of_call())
         return entry.run(*args, ___f=f, **kwargs)
+
+    def _module_of_call(self):
+        """The module when this compiles a CompiledModule's call (for the
+        run record: the entries belong to its forward)."""
+        return self._self if self._fn is _module_call else None
 
     def __get__(self, obj, objtype=None):
         # Decorating a method in a class body: bind like a function does.

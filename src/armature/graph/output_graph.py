@@ -63,6 +63,21 @@ class OutputGraph:
         #: the traced code is in inference mode: nodes made now are marked
         #: (``meta["inference"]``, read by values/inference.py)
         self.inference_mode = False
+        #: every op node made, in order: the frame loop appends each new
+        #: node's user line to ``meta["armature_stack"]`` (innermost frame
+        #: first), which the run report shades (diagnostics/record.py)
+        self.op_nodes: list[torch.fx.Node] = []
+
+    def note_op_lines(self, since: int, filename: str, lineno: int) -> None:
+        """Nodes made since ``since`` came from this user line (one frame
+        level; callers' frames add their own lines after)."""
+        where = (filename, lineno)
+        for node in self.op_nodes[since:]:
+            stack = node.meta.get("armature_stack")
+            if stack is None:
+                node.meta["armature_stack"] = [where]
+            else:
+                stack.append(where)
 
     def sandbox(self) -> "OutputGraph":
         """An empty graph over the same fake mode and ShapeEnv (for
@@ -73,6 +88,7 @@ class OutputGraph:
         sub.inputs, sub.attrs, sub._names = [], {}, set()
         sub._last_placeholder = None
         sub.op_count, sub.mutates = 0, False
+        sub.op_nodes = []
         sub.symbolic_inputs, sub.symbolic_contexts = [], []
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
         return sub
@@ -193,6 +209,7 @@ class OutputGraph:
             if bindings:
                 node.meta["unbacked_bindings"] = bindings
         self.op_count += 1
+        self.op_nodes.append(node)
         return node, example
 
     def erase(self, node: torch.fx.Node) -> None:

@@ -53,6 +53,8 @@ class CodeCache:
     code: types.CodeType
     entries: list[CacheEntry] = field(default_factory=list)
     recompiles: int = 0
+    #: calls made through CompiledFunction.__call__ (the run report's "calls")
+    calls: int = 0
     limit_hit: bool = False
     recompile_reasons: list[str] = field(default_factory=list)
     #: sources of Python numbers that changed between calls: later traces

@@ -25,6 +25,7 @@ from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
 from ..codegen.transformed import build_transformed
 from ..diagnostics import logs
+from ..diagnostics.hints import hint_for
 from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, UserException, UserLocation,
                                  strict_internal_errors)
 from ..graph.dynamic import log_dynamic_symbols, shape_guards
@@ -61,6 +62,13 @@ class GraphBreak:
     #: a split of armature's own call of a compiled module (the module's
     #: forward, compiled on its own, reports the real break)
     internal: bool = False
+    #: the raise site's own hint (diagnostics/hints.py has the last word)
+    site_hint: str | None = None
+
+    @property
+    def hint(self):
+        """What the user can do about it (a diagnostics.hints.Hint)."""
+        return hint_for(self.reason, self.site_hint)
 
     def __str__(self):
         loc = f"\n  {self.location}".replace("\n", "\n  ") if self.location else ""
@@ -220,12 +228,12 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                     callee = e.user_stack[-2].func_name
                     what = f"{callee}() could not be inlined: {e.what}"
                 brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
-                                 internal=fn.__code__ is _MODULE_CALL_CODE)
+                                 internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
                 if log_breaks.isEnabledFor(logging.DEBUG):
                     loc = e.location
                     where = f"{loc.filename}:{loc.lineno}: {loc.source_line}" if loc else "?"
-                    log_breaks.debug("graph break in %s at %s\n  reason: %s", fn.__qualname__, where,
-                                     e.what)
+                    log_breaks.debug("graph break in %s at %s\n  reason: %s\n  hint: %s", fn.__qualname__,
+                                     where, e.what, hint_for(e.what, e.hint))
                 continue
             return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
         except BreakNotPossible as e:
@@ -236,7 +244,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
 
 
 def _fallback(fn, guards, reason: str, trace_time: float) -> CacheEntry:
-    log_fallbacks.debug("running %s as plain Python: %s", fn.__qualname__, reason)
+    log_fallbacks.debug("running %s as plain Python: %s\n  hint: %s", fn.__qualname__, reason, hint_for(reason))
     entry = CacheEntry(guard=build_guard_function(fn, guards), run=_run_original, guards=guards,
                        fallback_reason=reason, trace_time_s=trace_time)
     explain.record(entry)

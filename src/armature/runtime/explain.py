@@ -32,11 +32,14 @@ class BreakReason:
     lineno: int | None
     source_line: str | None
     user_stack: list = field(default_factory=list)
+    #: what to do about it (diagnostics/hints.py: the same text as the logs and the run report)
+    hint: Any = None
 
     def __str__(self):
         where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
         line = f"\n      {self.source_line}" if self.source_line else ""
-        return f"{self.reason.splitlines()[0]}\n    at {where}{line}"
+        hint = f"\n    hint: {self.hint}" if self.hint is not None else ""
+        return f"{self.reason.splitlines()[0]}\n    at {where}{line}{hint}"
 
 
 @dataclass
@@ -65,8 +68,10 @@ class ExplainOutput:
                 lines.append(f"  {i}. {r}")
         if self.fallbacks:
             lines.append("Ran as plain Python:")
+            from ..diagnostics.hints import hint_for
             for f in self.fallbacks:
                 lines.append(f"  - {f.splitlines()[0]}")
+                lines.append(f"    hint: {hint_for(f)}")
         for i, gm in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.extend("    " + line for line in gm.code.strip().splitlines())
@@ -119,7 +124,7 @@ def explain(fn, backend: str = "eager"):
                 b = e.graph_break
                 loc = b.location
                 reasons.append(BreakReason(b.reason, loc.filename if loc else None, loc.lineno if loc else None,
-                                           loc.source_line if loc else None, b.user_stack))
+                                           loc.source_line if loc else None, b.user_stack, b.hint))
             if e.fallback_reason:
                 fallbacks.append(e.fallback_reason)
         return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out,

@@ -4,9 +4,9 @@ from __future__ import annotations
 import functools
 
 
-def graph_break() -> None:
+def graph_break(msg: str = "") -> None:
     """Split the compiled frame here.  Calling it outside compiled code does
-    nothing."""
+    nothing.  (``msg`` is accepted as ``torch._dynamo.graph_break`` takes it.)"""
 
 
 def disable(fn=None, *, recursive: bool = True):

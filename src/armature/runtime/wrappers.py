@@ -83,6 +83,9 @@ class NestedCompiled:
         if entry is None:
             return fn(*args, **kwargs)
         self._cache.add(entry)
+        from ..diagnostics import record
+        if record.active:
+            record.entry_added(fn, self._cache, entry)
         result = entry.run(*args, ___f=fn, **kwargs)
         return result.run() if type(result) is TailCall else result
 

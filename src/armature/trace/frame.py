@@ -197,7 +197,9 @@ class Frame:
         handlers = pyversion.HANDLERS
         insts = self.instructions
         inst = None
-        shape_guards = self.ctx.graph.shape_env.guards   # (grows as sizes are specialised or compared)
+        graph = self.ctx.graph
+        shape_guards = graph.shape_env.guards   # (grows as sizes are specialised or compared)
+        op_nodes = graph.op_nodes               # (grows as ops are recorded: their user lines)
         try:
             while self.return_value is None:
                 if self.ip == self.break_at:
@@ -211,9 +213,12 @@ class Frame:
                     raise Unsupported(f"the bytecode instruction {inst.opname} "
                                       f"(not modelled by armature yet)")
                 seen = len(shape_guards)
+                made = len(op_nodes)
                 handler(self, inst)
                 if len(shape_guards) != seen:
-                    self.ctx.graph.note_shape_guards(seen, self.location())
+                    graph.note_shape_guards(seen, self.location())
+                if len(op_nodes) != made:
+                    graph.note_op_lines(made, self.code.co_filename, self.location().lineno)
                 if self.yielded is not None:
                     return None
         except Unsupported:
