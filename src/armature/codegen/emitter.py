@@ -167,6 +167,6 @@ def _has_identity(value: Value) -> bool:
     from ..values.functions import CellValue, NestedFunctionValue
     from ..values.modules import NewModuleValue
     from ..values.objects import ObjectValue
-    from ..values.stdlib import LazyIterator
+    from ..values.stdlib.itertools import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
                               IteratorValue, LazyIterator, NewModuleValue))

@@ -529,7 +529,7 @@ def _super(tx, *args):
     return SuperValue(start, realize(tx.ctx, obj))
 
 
-from . import stdlib as _stdlib  # noqa: E402,F401  (registers stdlib rules, lazy zip/map/...)
+from . import stdlib as _stdlib  # noqa: E402,F401  (registers the stdlib modules' rules, lazy zip/map/...)
 
 
 def _torch_type_info(kind):

@@ -1,0 +1,31 @@
+"""Models of standard-library objects, one module per library module:
+functools, operator, itertools, math, collections (OrderedDict, defaultdict,
+deque), namedtuple, enum, dataclasses, typing; lazy_builtins holds the lazy
+zip/enumerate/map/filter.
+
+``common.wrap_special`` is consulted first by the builder: it returns a
+Value for objects these modules model, or None to let the builder continue.
+Builtin (C) functions of these modules get rules in ``builtins.RULES``,
+registered when the modules are imported; importing this package imports
+them all (builtins.py does, before anything is wrapped).
+
+Everything here follows CPython 3.11's C implementations (Modules/
+_functoolsmodule.c, itertoolsmodule.c, _collectionsmodule.c, _operator.c):
+the same evaluation order, laziness and error conditions.  Where an error is
+certain, the same exception is raised as a user exception; where the model
+is unsure, Unsupported makes the frame run as plain Python.
+"""
+# Order matters only for wrap_special's fallbacks: enum before namedtuple,
+# as an enum class is never treated as a namedtuple class.
+from . import common  # noqa: F401
+from . import functools  # noqa: F401
+from . import operator  # noqa: F401
+from . import itertools  # noqa: F401
+from . import lazy_builtins  # noqa: F401
+from . import math  # noqa: F401
+from . import collections  # noqa: F401
+from . import enum  # noqa: F401
+from . import namedtuple  # noqa: F401
+from . import dataclasses  # noqa: F401
+from . import typing  # noqa: F401
+from .common import wrap_special  # noqa: F401
