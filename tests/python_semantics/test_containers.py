@@ -532,7 +532,7 @@ CASES = [
     case(dict_or_operators, X, graphs=0),
     case(dict_key_order_after_mutation, X, graphs=0),
     case(dict_iteration, X),
-    case(dict_constructor, X, marks=xfail("dict.fromkeys is Unsupported")),
+    case(dict_constructor, X),
     case(dict_copy_clear, X, graphs=0),
     case(dict_int_and_tuple_keys, X),
     case(dict_equality, X),

@@ -43,9 +43,10 @@ class Emitter:
         self.instr("LOAD_CONST", obj)
 
     def build_map(self, items: dict) -> None:
-        """Push a new dict of constant keys and rebuilt values."""
+        """Push a new dict of the stored keys (values/keys.py) and rebuilt values."""
+        from ..values.keys import emit_key
         for k, v in items.items():
-            self.load_const(k)
+            emit_key(self, k)
             self.reconstruct(v)
         self.instr("BUILD_MAP", len(items))
 

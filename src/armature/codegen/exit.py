@@ -46,15 +46,17 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
             c = rec.container
             target = _materialize_source(out, c)
             from ..values.containers import DictValue, SetValue
+            from ..values.keys import has_value_keys
             if isinstance(c, SetValue):
-                plans.append((replay.replace_set, (target, frozenset(c.items))))
+                plans.append((replay.replace_set, (target, _keys_operand(out, c.items))))
             elif isinstance(c, DictValue):
+                keys = _keys_operand(out, c.items) if has_value_keys(c.items) else tuple(c.items)
                 for v in c.items.values():
                     out.reconstruct(v)
                 out.instr("BUILD_TUPLE", len(c.items))
                 vals = out.new_temp()
                 out.instr("STORE_FAST", vals.name)
-                plans.append((replay.replace_dict, (target, tuple(c.items), vals)))
+                plans.append((replay.replace_dict, (target, keys, vals)))
             else:
                 for v in c.items:
                     out.reconstruct(v)
@@ -89,6 +91,20 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
     for fn, operands in plans:
         out.call_helper(fn, *operands)
     return pre
+
+
+def _keys_operand(out: Emitter, keys) -> Any:
+    """The keys of a dict or set written back: a constant, or (objects
+    among them, values/keys.py) a tuple rebuilt into a temporary."""
+    from ..values.keys import emit_key, has_value_keys
+    if not has_value_keys(keys):
+        return frozenset(keys) if isinstance(keys, set) else tuple(keys)
+    for k in keys:
+        emit_key(out, k)
+    out.instr("BUILD_TUPLE", len(keys))
+    t = out.new_temp()
+    out.instr("STORE_FAST", t.name)
+    return t
 
 
 def _materialize_source(out: Emitter, value: Value) -> _Temp:

@@ -289,16 +289,23 @@ def _tuple(tx, iterable=None):
 def _set(tx, iterable=None):
     from .containers import SetValue, _key
     s = SetValue(set())
-    if iterable is not None:
+    if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
+        s.items = set(iterable.items)
+    elif iterable is not None:
         for v in tx.iterate(iterable):
-            s.items.add(_key(v))
+            s.items.add(_key(v, tx))
     return s
 
 
 @rule(frozenset)
 def _frozenset(tx, iterable=None):
-    from .containers import _key
-    return ConstantValue(frozenset() if iterable is None else frozenset(_key(v) for v in tx.iterate(iterable)))
+    from .containers import SetValue, _key
+    from .keys import has_value_keys
+    if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
+        keys = frozenset(iterable.items)
+    else:
+        keys = frozenset() if iterable is None else frozenset(_key(v, tx) for v in tx.iterate(iterable))
+    return SetValue(keys, cls=frozenset) if has_value_keys(keys) else ConstantValue(keys)
 
 
 @rule(dict)

@@ -16,6 +16,7 @@ import torch
 from ..diagnostics.errors import Unsupported, UserException, user_error
 from .base import Value, realize
 from .constant import ConstantValue
+from .keys import ValueKey, emit_key, has_value_keys, key_value, make_key
 
 
 def unwrap_constants(args, kwargs, what: str):
@@ -233,7 +234,8 @@ class ListValue(_Sequence):
 
 
 class DictValue(Value):
-    """A dict whose keys are Python constants known while tracing."""
+    """A dict.  ``items`` is a real dict from keys (constants, or ValueKeys
+    for tensors, modules, functions... see keys.py) to Values."""
 
     def __init__(self, items: dict[Any, Value], cls: type = dict, source=None):
         super().__init__(source)
@@ -250,21 +252,23 @@ class DictValue(Value):
         return len(self.items)
 
     def unpack(self, tx):
-        return [ConstantValue(k) for k in self.items]
+        return [key_value(k) for k in self.items]
 
     def get_iter(self, tx):
         return DictViewIterator(DictViewValue(self, "keys"), tx)
 
     def is_python_constant(self):
-        return all(v.is_python_constant() for v in self.items.values())
+        return not has_value_keys(self.items) and all(v.is_python_constant() for v in self.items.values())
 
     def as_python_constant(self):
+        if has_value_keys(self.items):
+            return super().as_python_constant()
         return self.cls((k, v.as_python_constant()) for k, v in self.items.items())
 
     def getitem(self, tx, key: Value) -> Value:
-        k = _key(key)
+        k = _key(key, tx)
         if k not in self.items:
-            raise UserException(KeyError, k)
+            raise _key_error(k)
         return self.items[k]
 
     def _check_mutable(self, tx, what=None):
@@ -272,14 +276,15 @@ class DictValue(Value):
             tx.ctx.effects.container_mutated(self)
 
     def setitem(self, tx, key: Value, value: Value):
+        k = _key(key, tx)
         self._check_mutable(tx)
-        self.items[_key(key)] = value
+        self.items[k] = value
 
     def delitem(self, tx, key: Value):
-        self._check_mutable(tx)
-        k = _key(key)
+        k = _key(key, tx)
         if k not in self.items:
-            raise UserException(KeyError, k)
+            raise _key_error(k)
+        self._check_mutable(tx)
         del self.items[k]
 
     def getattr(self, tx, name):
@@ -288,7 +293,7 @@ class DictValue(Value):
     def method(self, tx, name, args, kwargs):
         items = self.items
         if name == "get":
-            k = _key(args[0])
+            k = _key(args[0], tx)
             return items.get(k, args[1] if len(args) > 1 else ConstantValue(None))
         if name in ("keys", "values", "items") and not args and not kwargs:
             return DictViewValue(self, name)
@@ -306,34 +311,34 @@ class DictValue(Value):
                 else:
                     for pair in tx.iterate(other):
                         k, v = tx.iterate(pair)
-                        items[_key(k)] = v
+                        items[_key(k, tx)] = v
             for k, v in kwargs.items():
                 items[k] = v
             return ConstantValue(None)
         if name == "setdefault":
-            k = _key(args[0])
+            k = _key(args[0], tx)
             if k not in items:
                 items[k] = args[1] if len(args) > 1 else ConstantValue(None)
             return items[k]
         if name == "pop":
-            k = _key(args[0])
+            k = _key(args[0], tx)
             if k in items:
                 return items.pop(k)
             if len(args) > 1:
                 return args[1]
-            raise UserException(KeyError, k)
+            raise _key_error(k)
         if name == "popitem":
             if not items:
                 raise user_error(KeyError, "popitem(): dictionary is empty")
             k, v = items.popitem()
-            return TupleValue([ConstantValue(k), v])
+            return TupleValue([key_value(k), v])
         if name == "clear":
             items.clear()
             return ConstantValue(None)
         if name == "__contains__":
-            return ConstantValue(_key(args[0]) in items)
+            return ConstantValue(_key(args[0], tx) in items)
         if name == "__setitem__":
-            items[_key(args[0])] = args[1]
+            self.setitem(tx, args[0], args[1])
             return ConstantValue(None)
         if name == "__getitem__":
             return self.getitem(tx, args[0])
@@ -345,7 +350,7 @@ class DictValue(Value):
         if name == "__iter__":
             return DictViewIterator(DictViewValue(self, "keys"), tx)
         if name == "move_to_end":
-            k = _key(args[0])
+            k = _key(args[0], tx)
             last = kwargs.get("last", args[1] if len(args) > 1 else ConstantValue(True)).as_python_constant()
             v = items.pop(k)
             if last:
@@ -369,13 +374,53 @@ class DictValue(Value):
         return f"Dict({self.items!r})"
 
 
-def _key(v: Value):
-    try:
-        k = v.as_python_constant()
-        hash(k)
-        return k
-    except (Unsupported, TypeError):
-        raise Unsupported(f"dict key {v} is not a hashable constant known while tracing")
+def dict_fromkeys(tx, cls: type, iterable=None, value=None, *rest, **kwargs):
+    """``cls.fromkeys(iterable, value=None)`` (dict_fromkeys in
+    Objects/dictobject.c): ``cls()``, then ``d[key] = value`` for each key."""
+    if kwargs:
+        raise user_error(TypeError, "fromkeys() takes no keyword arguments")
+    if iterable is None or rest:
+        n = 0 if iterable is None else 2 + len(rest)
+        raise user_error(TypeError, f"fromkeys expected at least 1 argument, got {n}" if n == 0
+                         else f"fromkeys expected at most 2 arguments, got {n}")
+    value = ConstantValue(None) if value is None else value
+    import collections
+    if cls is dict:
+        d = DictValue({})
+    elif cls is collections.defaultdict:
+        from .stdlib.collections import DefaultDictValue
+        d = DefaultDictValue({}, ConstantValue(None))
+    elif cls is collections.OrderedDict:
+        from .stdlib.collections import OrderedDictValue
+        d = OrderedDictValue({})
+    else:
+        raise Unsupported(f"{cls.__name__}.fromkeys() of a dict subclass")
+    for k in tx.iterate(iterable):
+        d.items[_key(k, tx)] = value
+    return d
+
+
+def _key(v: Value, tx=None):
+    """The stored form of the key ``v`` (keys.py)."""
+    return make_key(v, tx)
+
+
+def _key_error(k) -> Exception:
+    if type(k) is ValueKey:
+        raise Unsupported(f"a KeyError whose key is {k.value}",
+                          hint="the exception would carry an object the trace cannot hand over")
+    return UserException(KeyError, k)
+
+
+def _address_ordered(k) -> bool:
+    """Whether a set's order depends on where this key lives in memory
+    (an object hashed by identity, alone or inside a tuple)."""
+    from .keys import _Identity
+    if type(k) is ValueKey:
+        k = k.ident
+    if type(k) is _Identity:
+        return True
+    return type(k) is tuple and any(_address_ordered(i) for i in k)
 
 
 class SliceValue(Value):
@@ -483,16 +528,21 @@ class UserIteratorValue(IteratorValue):
 
 
 class SetValue(Value):
-    """A set of Python constants.  ``items`` is a real set kept in step with
-    the traced operations (same insertions and removals in the same order),
-    so iteration order is CPython's."""
+    """A set (or, with ``cls=frozenset``, a frozenset made in the frame).
+    ``items`` is a real set of keys (keys.py) kept in step with the traced
+    operations (same insertions and removals in the same order), so
+    iteration order is CPython's -- except for objects hashed by identity,
+    whose order depends on their addresses: such a set is not iterated
+    while tracing (membership, len, the set algebra and rebuilding it are
+    fine)."""
 
-    def __init__(self, items: set, source=None):
+    def __init__(self, items: set, source=None, cls: type = set):
         super().__init__(source)
         self.items = set(items)
+        self.cls = cls
 
     def python_type(self):
-        return set
+        return self.cls
 
     def truth(self, tx):
         return bool(self.items)
@@ -500,27 +550,36 @@ class SetValue(Value):
     def length(self, tx):
         return len(self.items)
 
+    def _ordered_keys(self) -> list:
+        if any(_address_ordered(k) for k in self.items):
+            raise Unsupported(f"iterating a {self.cls.__name__} of objects hashed by identity",
+                              hint="its order depends on memory addresses; iterate a list instead")
+        return list(self.items)
+
     def unpack(self, tx):
-        return [ConstantValue(k) for k in self.items]
+        return [key_value(k) for k in self._ordered_keys()]
 
     def is_python_constant(self):
-        return True
+        return not has_value_keys(self.items)
 
     def as_python_constant(self):
-        return set(self.items)
+        if has_value_keys(self.items):
+            return super().as_python_constant()
+        return self.cls(self.items)
 
     def _check_mutable(self, tx):
         if self.source is not None:
             tx.ctx.effects.container_mutated(self)
 
     def getattr(self, tx, name):
+        if self.cls is frozenset and name in _SET_MUTATORS:
+            raise user_error(AttributeError, f"'frozenset' object has no attribute '{name}'")
         return BoundContainerMethod(self, name)
 
     def method(self, tx, name, args, kwargs):
         items = self.items
-        consts = [_key(a) if name in ("add", "discard", "remove", "__contains__") else None for a in args]
-        if name in ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
-                    "intersection_update", "symmetric_difference_update"):
+        consts = [_key(a, tx) if name in ("add", "discard", "remove", "__contains__") else None for a in args]
+        if name in _SET_MUTATORS:
             self._check_mutable(tx)
         if name == "add":
             items.add(consts[0])
@@ -538,37 +597,61 @@ class SetValue(Value):
         if name == "pop":
             if not items:
                 raise user_error(KeyError, "'pop from an empty set'")
-            return ConstantValue(items.pop())
+            self._ordered_keys()
+            return key_value(items.pop())
         if name == "clear":
             items.clear()
             return ConstantValue(None)
         if name == "copy":
-            return SetValue(items)
+            return self if self.cls is frozenset else SetValue(items)
         others = [_const_iterable(tx, a) for a in args]
         if name.endswith("_update") or name == "update":
             getattr(items, name)(*others)
             return ConstantValue(None)
         if name in ("union", "intersection", "difference", "symmetric_difference"):
-            return SetValue(getattr(items, name)(*others))
+            return SetValue(getattr(items, name)(*others), cls=self.cls)
         if name in ("issubset", "issuperset", "isdisjoint"):
             return ConstantValue(getattr(items, name)(*others))
         raise Unsupported(f"set.{name}()")
 
+    def binary(self, tx, op, other: "SetValue") -> Value:
+        """``|``, ``&``, ``-``, ``^`` (and their in-place forms) of two sets
+        holding objects: the same operation on the stored keys."""
+        inplace = {operator.ior: operator.or_, operator.iand: operator.and_,
+                   operator.isub: operator.sub, operator.ixor: operator.xor}
+        base = inplace.get(op, op)
+        if base not in (operator.or_, operator.and_, operator.sub, operator.xor):
+            raise user_error(TypeError, f"unsupported operand type(s) for set operation {op.__name__}")
+        if op in inplace and self.cls is set:
+            self._check_mutable(tx)
+            self.items = base(self.items, other.items)   # (CPython keeps the object)
+            return self
+        return SetValue(base(self.items, other.items), cls=self.cls)
+
     def reconstruct(self, out):
         if self.source is not None:
             return super().reconstruct(out)
+        if self.cls is frozenset:
+            out.instr("PUSH_NULL")
+            out.load_const(frozenset)
         for k in self.items:
-            out.load_const(k)
+            emit_key(out, k)
         out.instr("BUILD_SET", len(self.items))
+        if self.cls is frozenset:
+            out.call(1)
 
     def __repr__(self):
         return f"Set({self.items!r})"
 
 
+_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                           "intersection_update", "symmetric_difference_update"})
+
+
 def _const_iterable(tx, v: Value):
     if isinstance(v, SetValue):
         return set(v.items)
-    return [_key(i) for i in tx.iterate(v)]
+    return [_key(i, tx) for i in tx.iterate(v)]
 
 
 class LazyListValue(ListValue):
@@ -662,15 +745,15 @@ class DictViewValue(Value):
 
     def _get(self, tx, k) -> Value:
         o = self.owner
-        return o.items[k] if isinstance(o, DictValue) else o.getitem(tx, ConstantValue(k))
+        return o.items[k] if isinstance(o, DictValue) else o.getitem(tx, key_value(k))
 
     def elements(self, tx) -> list:
         keys = self._keys(tx)
         if self.kind == "keys":
-            return [ConstantValue(k) for k in keys]
+            return [key_value(k) for k in keys]
         if self.kind == "values":
             return [self._get(tx, k) for k in keys]
-        return [TupleValue([ConstantValue(k), self._get(tx, k)]) for k in keys]
+        return [TupleValue([key_value(k), self._get(tx, k)]) for k in keys]
 
     def unpack(self, tx):
         return self.elements(tx)
@@ -687,14 +770,14 @@ class DictViewValue(Value):
     def contains(self, tx, item) -> bool:
         from .operators import values_equal
         if self.kind == "keys":
-            return _key(item) in self._keys(tx)
+            return _key(item, tx) in self._keys(tx)
         if self.kind == "values":
             return any(values_equal(tx, item, v) for v in self.elements(tx))
         if isinstance(item, ConstantValue) and type(item.value) is tuple:
             item = TupleValue([ConstantValue(v) for v in item.value])
         if not isinstance(item, TupleValue) or len(item.items) != 2:
             return False
-        k = _key(item.items[0])
+        k = _key(item.items[0], tx)
         return k in self._keys(tx) and values_equal(tx, item.items[1], self._get(tx, k))
 
     def _real_keys_view(self, tx):
@@ -772,12 +855,14 @@ class DictViewIterator(IteratorValue):
         k = self.keys[self.index]
         self.index += 1
         if self.view.kind == "keys":
-            return ConstantValue(k)
+            return key_value(k)
         v = self.view._get(tx, k)
-        return v if self.view.kind == "values" else TupleValue([ConstantValue(k), v])
+        return v if self.view.kind == "values" else TupleValue([key_value(k), v])
 
     def reconstruct(self, out):
         from ..runtime import replay
+        if has_value_keys(self.keys):
+            raise Unsupported("an iterator over a dict with object keys escaping the compiled frame")
         out.instr("PUSH_NULL")
         out.load_const(replay.DictKeyIter)
         out.reconstruct(self.view.owner)

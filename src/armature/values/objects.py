@@ -97,6 +97,10 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
             fv = _wrap_func(tx, raw)
             return fv if instance is None else BoundMethodValue(fv, instance)
+        if owner is dict and name == "fromkeys":
+            from .containers import dict_fromkeys
+            from .stdlib.common import _StdCallable
+            return _StdCallable(lambda tx_, *a, **k: dict_fromkeys(tx_, cls, *a, **k), f"{cls.__name__}.fromkeys")
         raise Unsupported(f"the C descriptor {cls.__name__}.{name} ({type(raw).__name__})")
     return wrap_class_attr(tx, cls, name, raw, owner)
 
@@ -237,6 +241,23 @@ def _make_namedtuple(cls, args, kwargs):
     return TupleValue(items, cls=cls)
 
 
+def _make_size(tx, args, kwargs):
+    """``torch.Size(iterable)``: a tuple of ints (symbolic ones stay so)."""
+    import torch
+    from .containers import TupleValue
+    from .symbolic import SymbolicNumberValue
+    if kwargs or len(args) > 1:
+        raise Unsupported("torch.Size() with unusual arguments")
+    items = tx.iterate(args[0]) if args else []
+    for v in items:
+        ok = isinstance(v, SymbolicNumberValue) or (isinstance(v, ConstantValue) and type(v.value) is int)
+        if not ok:
+            raise Unsupported(f"torch.Size() of {v}")
+    if all(isinstance(v, ConstantValue) for v in items):
+        return ConstantValue(torch.Size([v.value for v in items]))
+    return TupleValue(items, cls=torch.Size)
+
+
 def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     import abc
     import collections
@@ -246,6 +267,9 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     if getattr(cls, "__abstractmethods__", None):
         raise user_error(TypeError, f"Can't instantiate abstract class {cls.__name__} with abstract methods "
                                     f"{', '.join(sorted(cls.__abstractmethods__))}")
+    import torch
+    if cls is torch.Size:
+        return _make_size(tx, args, kwargs)
     storage = None
     builtin_bases = [b for b in cls.__mro__[1:-1] if b.__module__ == "builtins" or b is collections.OrderedDict]
     if builtin_bases and all(b in (dict, collections.OrderedDict) for b in builtin_bases):

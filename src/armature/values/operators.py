@@ -108,6 +108,9 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         return a.binary(tx, INPLACE_TO_BINARY.get(op, op), b, False)
     if isinstance(b, DictViewValue):
         return b.binary(tx, op, a, True)
+    from .containers import SetValue
+    if isinstance(a, SetValue) and isinstance(b, SetValue) and not (a.is_python_constant() and b.is_python_constant()):
+        return a.binary(tx, op, b)
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         return _object_binary(tx, op, a, b)

@@ -20,27 +20,27 @@ def build_list(f, inst):
 @opcode("BUILD_MAP")
 def build_map(f, inst):
     flat = f.popn(2 * inst.arg, raw=True)
-    f.push(DictValue({_key(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
+    f.push(DictValue({_key(flat[i], f): flat[i + 1] for i in range(0, len(flat), 2)}))
 
 
 @opcode("BUILD_SET")
 def build_set(f, inst):
     s = SetValue(set())
     for v in f.popn(inst.arg):
-        s.items.add(_key(v))
+        s.items.add(_key(v, f))
     f.push(s)
 
 
 @opcode("SET_ADD")
 def set_add(f, inst):
     v = f.pop()
-    _target(f, inst.arg).items.add(_key(v))
+    _target(f, inst.arg).items.add(_key(v, f))
 
 
 @opcode("SET_UPDATE")
 def set_update(f, inst):
     v = f.pop()
-    _target(f, inst.arg).items.update(_key(i) for i in f.iterate(v))
+    _target(f, inst.arg).items.update(_key(i, f) for i in f.iterate(v))
 
 
 @opcode("BUILD_CONST_KEY_MAP")
@@ -125,7 +125,7 @@ def list_to_tuple(f, inst):
 def map_add(f, inst):
     value = f.pop_raw()
     key = f.pop()
-    _target(f, inst.arg).items[_key(key)] = value
+    _target(f, inst.arg).items[_key(key, f)] = value
 
 
 @opcode("DICT_UPDATE", "DICT_MERGE")

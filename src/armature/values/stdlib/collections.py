@@ -13,7 +13,8 @@ from ...guards.guard import Kind
 from ...guards.sources import AttrSource, ItemSource
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers import BoundContainerMethod, DictValue, TupleValue, _key
+from ..containers import BoundContainerMethod, DictValue, TupleValue, _key, _key_error
+from ..keys import emit_key, key_value
 from .common import (_TYPE_HANDLERS, _callable, _guard, _index, _is_none, _iter, _next, _std_class,
                      _wrap)
 from .itertools import LazyIterator
@@ -43,9 +44,9 @@ class OrderedDictValue(DictValue):
                 raise user_error(TypeError, "move_to_end() takes 1 or 2 arguments")
             self._check_mutable(tx)
             last = kwargs.get("last", args[1] if len(args) > 1 else ConstantValue(True))
-            k = _key(args[0])
+            k = _key(args[0], tx)
             if k not in items:
-                raise user_error(KeyError, k)
+                raise _key_error(k)
             v = items.pop(k)
             if last.truth(tx):
                 items[k] = v
@@ -60,7 +61,7 @@ class OrderedDictValue(DictValue):
             if not items:
                 raise user_error(KeyError, "dictionary is empty")
             k = next(reversed(items)) if last.truth(tx) else next(iter(items))
-            return TupleValue([ConstantValue(k), items.pop(k)])
+            return TupleValue([key_value(k), items.pop(k)])
         return super().method(tx, name, args, kwargs)
 
     def reconstruct(self, out):
@@ -69,7 +70,7 @@ class OrderedDictValue(DictValue):
         out.instr("PUSH_NULL")
         out.load_const(collections.OrderedDict)
         for k, v in self.items.items():
-            out.load_const(k)
+            emit_key(out, k)
             out.reconstruct(v)
             out.instr("BUILD_TUPLE", 2)
         out.instr("BUILD_LIST", len(self.items))
@@ -91,11 +92,11 @@ class DefaultDictValue(DictValue):
         _refuse_outside_mutation(self, "mutation")
 
     def getitem(self, tx, key):
-        k = _key(key)
+        k = _key(key, tx)
         if k in self.items:
             return self.items[k]
         if _is_none(self.factory):
-            raise user_error(KeyError, k)
+            raise _key_error(k)
         self._check_mutable(tx)
         v = self.factory.call(tx, [], {})
         self.items[k] = v
@@ -150,7 +151,7 @@ def _fill_dict(tx, target: DictValue, args, kwargs, name: str):
                 if len(kv) != 2:
                     raise user_error(ValueError, f"dictionary update sequence element has length "
                                      f"{len(kv)}; 2 is required")
-                target.items[_key(kv[0])] = kv[1]
+                target.items[_key(kv[0], tx)] = kv[1]
     for k, v in kwargs.items():
         target.items[k] = v
 
@@ -163,7 +164,7 @@ def _make_ordered_dict(tx, *args, **kwargs):
 
 def _od_fromkeys(tx, iterable, value=None):
     value = value if value is not None else ConstantValue(None)
-    return OrderedDictValue({_key(k): value for k in tx.iterate(iterable)})
+    return OrderedDictValue({_key(k, tx): value for k in tx.iterate(iterable)})
 
 
 def _make_defaultdict(tx, *args, **kwargs):
