@@ -11,12 +11,13 @@ Each case is compared with eager through identity-aware descriptions
 from __future__ import annotations
 
 import collections
+import collections.abc
 
 import pytest
 import torch
 import torch.nn as nn
 
-from helpers import armature_only
+from helpers import USING_TORCH, armature_only
 from python_semantics.identity_support import check_against_oracle, check_identity
 
 
@@ -366,3 +367,120 @@ def unhashable_in_set(x, y):
 @pytest.mark.parametrize("fn", [unhashable_key, unhashable_in_set])
 def test_unhashable_raises_like_eager(fn):
     check_identity(fn, two)
+
+
+# --- containers with object keys passed in -------------------------------------------
+
+def input_dict_tensor_keys(d, x):
+    total = sum(v for v in d.values()) + x
+    return total, [k is x for k in d], d.get(x, "none")
+
+
+def shared_key():
+    x = torch.randn(3)
+    return {x: torch.ones(3), "b": torch.zeros(3), torch.randn(3): torch.full((3,), 2.0)}, x
+
+
+def unshared_key():
+    return {torch.randn(3): torch.ones(3), "b": torch.zeros(3)}, torch.randn(3)
+
+
+def input_dict_mutated(d, x):
+    d[x] = x * 2
+    first = next(iter(d))
+    d.pop(first)
+    return len(d)
+
+
+def input_set_of_tensors(s, x):
+    s.add(x + 1)
+    return x in s, len(s), s
+
+
+def set_input():
+    x = torch.randn(3)
+    return {x, torch.randn(2)}, x
+
+
+def input_defaultdict_mutated(dd, x):
+    dd["a"].append(1)
+    dd[x].append(x + 1)
+    return len(dd)
+
+
+def input_ordered_dict_moved(od, x):
+    od.move_to_end("a")
+    od[x] = 1
+    return list(od)[:2], x + 1
+
+
+class UserMapping(collections.abc.Mapping):
+    def __init__(self, d):
+        self._d = d
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+
+def _add(a, b):
+    return a + b
+
+
+def mapping_as_kwargs(m, x):
+    return _add(**m) * x, {**m, "c": 1}
+
+
+# torch.compile guards a dict's tensor keys by identity and recompiles for
+# every new key object; armature reads them as graph inputs (list(d)[i]).
+NEW_KEYS = (1, "torch.compile recompiles for new tensor keys")
+
+INPUT_CASES = [
+    (input_dict_tensor_keys, shared_key, NEW_KEYS),
+    (input_dict_tensor_keys, unshared_key, NEW_KEYS),
+    (input_dict_mutated, shared_key, NEW_KEYS),
+    (input_defaultdict_mutated, lambda: (collections.defaultdict(list, {"z": [0]}), torch.randn(3))),
+    (input_ordered_dict_moved, lambda: (collections.OrderedDict(a=1, b=2), torch.randn(3))),
+    (mapping_as_kwargs, lambda: (UserMapping({"a": torch.ones(2), "b": torch.randn(2)}), torch.randn(2))),
+]
+
+
+@pytest.mark.parametrize("case", INPUT_CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(INPUT_CASES)])
+def test_object_keys_passed_in(case):
+    fn, make, *fewer = case
+    check_against_oracle(fn, make, fewer_than_oracle=fewer[0] if fewer else None)
+
+
+def test_input_set_of_tensors():
+    # torch.compile captures no graph here (it gives up on the frame);
+    # armature captures one, the same for fresh tensors on the second call
+    counter = check_identity(input_set_of_tensors, set_input)
+    if not USING_TORCH:
+        assert counter.frame_count == 1
+    check_identity(input_set_of_tensors, set_input, fullgraph=True)
+
+
+def keyed_sum(d, x):
+    return [(k is x, v * 2) if isinstance(k, torch.Tensor) else (k, v * 2) for k, v in d.items()]
+
+
+def test_guards_on_object_keys():
+    """A dict of object keys is guarded entry by entry: other constant keys,
+    another length or another key type recompile and stay correct."""
+    x = torch.randn(3)
+    calls = [({x: torch.ones(3), "b": 1.0}, x),
+             ({torch.randn(3): torch.ones(3), "b": 2.0}, x),
+             ({"c": 1.0, x: torch.ones(3)}, x),
+             ({x: torch.ones(3)}, x),
+             ({x: torch.ones(3), 3: 4.0, "b": 2.0}, x)]
+    from helpers import CountingBackend, compile_fn
+    counter = CountingBackend("eager")
+    compiled = compile_fn(keyed_sum, backend=counter)
+    from python_semantics.identity_support import describe
+    for d, t in calls:
+        assert describe(compiled(d, t), [d, t]) == describe(keyed_sum(d, t), [d, t])

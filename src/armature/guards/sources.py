@@ -222,3 +222,44 @@ _CONSTS: dict[int, Any] = {}
 def constant_source(obj: Any, label: str) -> ConstantSource:
     _CONSTS[id(obj)] = obj
     return ConstantSource(id(obj), label)
+
+
+@dataclass(frozen=True)
+class DictEntrySource(Source):
+    """The ``index``-th key (``part="keys"``) or value (``part="values"``)
+    of a dict, or element of a set (``part="set"``), in iteration order: how
+    a container whose keys are objects (tensors, modules...) is read item by
+    item (values/keys.py).  ``list(d)[i]`` in guards and residual code."""
+
+    parent: Source
+    index: int
+    part: str = "keys"
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        inner = pool.render(self.parent)
+        if self.part == "values":
+            inner = f"{inner}.values()"
+        return f"list({inner})[{self.index}]"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(list)
+        if self.part == "values":
+            out.instr("PUSH_NULL")
+            self.parent.emit(out)
+            out.instr("LOAD_ATTR", "values")
+            out.call(0)
+        else:
+            self.parent.emit(out)
+        out.call(1)
+        out.load_const(self.index)
+        out.instr("BINARY_SUBSCR")
+
+    def __str__(self):
+        if self.part == "values":
+            return f"list({self.parent}.values())[{self.index}]"
+        return f"list({self.parent})[{self.index}]"

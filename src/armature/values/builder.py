@@ -177,7 +177,8 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         keys = list(obj)
         if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, (type, enum.Enum))
                    for k in keys):
-            raise Unsupported("a dict with keys that are not constants passed into a compiled frame")
+            from .keys import wrap_by_position   # keys that are objects (tensors, modules...)
+            return containers.DictValue(wrap_by_position(ctx, obj, source), source=source)
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         _guard(ctx, Kind.DICT_KEYS, source, keys)
         items = {k: wrap(ctx, obj[k], ItemSource(source, k) if source is not None else None) for k in keys}
@@ -189,6 +190,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is frozenset and all(type(k) in _CONSTANT_TYPES for k in obj):
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
+    if t in (set, frozenset) and source is not None:
+        from .keys import wrap_by_position   # elements that are objects (tensors, modules...)
+        return containers.SetValue(wrap_by_position(ctx, obj, source), source=source, cls=t)
     if t in (slice, range):
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)

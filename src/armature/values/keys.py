@@ -166,3 +166,27 @@ def emit_key(out, k: Any) -> None:
         out.reconstruct(k.value)
     else:
         out.load_const(k)
+
+
+def wrap_by_position(ctx, obj, source) -> dict | set:
+    """A real dict (or set/frozenset) from outside the frame whose keys are
+    not all constants, read entry by entry: the i-th key (and value) is
+    wrapped from ``list(d)[i]`` (``list(d.values())[i]``), so tensor keys
+    become graph inputs guarded like any other tensor (a new dict with new
+    tensors of the same kind does not recompile), constant keys are guarded
+    by value, and the same object met elsewhere is tied to it by the
+    builder.  Returns the stored items (a dict, or a set for a set)."""
+    from ..guards.guard import Guard, Kind
+    from ..guards.sources import DictEntrySource
+    from .builder import wrap
+    if source is None:
+        raise Unsupported(f"a {type(obj).__name__} with object keys reached without a source")
+    ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(obj)))
+    ctx.guards.add(Guard(Kind.LEN_MATCH, source, len(obj)))
+    if isinstance(obj, (set, frozenset)):
+        return {make_key(wrap(ctx, k, DictEntrySource(source, i, "set"))) for i, k in enumerate(obj)}
+    items = {}
+    for i, k in enumerate(list(obj)):
+        key = make_key(wrap(ctx, k, DictEntrySource(source, i)))
+        items[key] = wrap(ctx, dict.__getitem__(obj, k), DictEntrySource(source, i, "values"))
+    return items

@@ -310,6 +310,13 @@ def is_same(tx, a: Value, b: Value) -> bool:
         return a.as_python_constant() is b.as_python_constant()
     if ca != cb and (ca and a.as_python_constant() is None or cb and b.as_python_constant() is None):
         return False
+    if ca != cb:
+        # a constant str/bytes/number is never an object of another type
+        c, other = (a, b) if ca else (b, a)
+        from .symbolic import SymbolicNumberValue
+        if isinstance(c, ConstantValue) and type(c.value) in (int, float, bool, str, bytes, complex) \
+                and not isinstance(other, SymbolicNumberValue) and other.python_type() is not type(c.value):
+            return False
     if not ca and not cb:
         return False
     raise Unsupported(f"identity comparison of {a} and {b}")

@@ -132,13 +132,32 @@ def map_add(f, inst):
 def dict_update(f, inst):
     other = f.pop()
     target = _target(f, inst.arg)
-    if not isinstance(other, DictValue):
-        raise Unsupported(f"** unpacking of {other}")
+    items = other.items if isinstance(other, DictValue) else _mapping_items(f, other, inst.opname)
     if inst.opname == "DICT_MERGE":
-        dup = set(target.items) & set(other.items)
+        dup = [k for k in items if k in target.items]
         if dup:
-            raise user_error(TypeError, f"got multiple values for keyword argument {sorted(dup)[0]!r}")
-    target.items.update(other.items)
+            raise user_error(TypeError, f"got multiple values for keyword argument {dup[0]!r}")
+    target.items.update(items)
+
+
+def _mapping_items(f, other, opname) -> dict:
+    """The entries of a mapping that is not a dict, as CPython's dict_merge
+    reads them: ``keys()``, then ``other[key]`` for each key (user Mapping
+    subclasses, whose methods are inlined)."""
+    from ...values.objects import ObjectValue
+    if not isinstance(other, ObjectValue):
+        raise Unsupported(f"** unpacking of {other}")
+    t = other.python_type()
+    if not hasattr(t, "keys"):
+        if opname == "DICT_MERGE":
+            raise Unsupported(f"** unpacking of {other}, which has no keys()")
+        raise user_error(TypeError, f"'{t.__name__}' object is not a mapping")
+    from ...values.operators import getitem
+    keys = other.getattr(f, "keys").call(f, [], {})
+    out = {}
+    for k in f.iterate(keys):
+        out[_key(k, f)] = getitem(f, other, k)
+    return out
 
 
 @opcode("UNPACK_SEQUENCE")

@@ -32,8 +32,8 @@ class OrderedDictValue(DictValue):
     def __init__(self, items, source=None):
         super().__init__(items, cls=collections.OrderedDict, source=source)
 
-    def _check_mutable(self, tx=None, what=None):
-        _refuse_outside_mutation(self, "mutation")
+    # (mutating one from outside the frame is recorded by DictValue and
+    # written back as clear() + update() in the final order)
 
     def method(self, tx, name, args, kwargs):
         items = self.items
@@ -88,8 +88,8 @@ class DefaultDictValue(DictValue):
         super().__init__(items, cls=collections.defaultdict, source=source)
         self.factory = factory
 
-    def _check_mutable(self, tx=None, what=None):
-        _refuse_outside_mutation(self, "mutation")
+    # (mutating one from outside the frame is recorded by DictValue and
+    # written back as clear() + update() in the final order)
 
     def getitem(self, tx, key):
         k = _key(key, tx)
@@ -110,7 +110,7 @@ class DefaultDictValue(DictValue):
     def setattr(self, tx, name, value):
         if name != "default_factory":
             raise user_error(AttributeError, f"'collections.defaultdict' object has no attribute {name!r}")
-        self._check_mutable(tx)
+        _refuse_outside_mutation(self, "setting default_factory")
         self.factory = value
 
     def method(self, tx, name, args, kwargs):
@@ -179,7 +179,8 @@ def _make_defaultdict(tx, *args, **kwargs):
 def _wrap_dict_items(ctx, obj, source):
     keys = list(obj)
     if not all(type(k) in (str, int, bool) for k in keys):
-        raise Unsupported(f"a {type(obj).__name__} with non-string/int keys passed into a compiled frame")
+        from ..keys import wrap_by_position   # keys that are objects (tensors, modules...)
+        return wrap_by_position(ctx, obj, source)
     _guard(ctx, Kind.TYPE_MATCH, source, type(obj))
     _guard(ctx, Kind.DICT_KEYS, source, keys)
     return {k: _wrap(ctx, obj[k], ItemSource(source, k) if source is not None else None) for k in keys}
