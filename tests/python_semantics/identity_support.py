@@ -57,6 +57,8 @@ def describe(obj, inputs, seen=None, path="out"):
     if isinstance(obj, (list, tuple)):
         out = (type(obj).__name__, [describe(v, inputs, seen, f"{path}[{i}]") for i, v in enumerate(obj)])
         return out + (sorted((k, describe(v, inputs, seen, f"{path}.{k}")) for k, v in vars_of(obj).items()),)
+    if isinstance(obj, types.GenericAlias) or type(obj).__module__ == "typing":
+        return ("typing", repr(obj))
     if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
         return ("callable", getattr(obj, "__qualname__", repr(obj)),
                 getattr(obj, "__code__", None) and obj.__code__.co_firstlineno)

@@ -127,6 +127,25 @@ def new_dict_object(cls, names, values, keys, items):
     return obj
 
 
+def new_sequence_object(cls, names, values, items):
+    """An instance of a list or tuple subclass created in the traced frame,
+    rebuilt with its final items and attributes without running its own
+    __new__/__init__/append again."""
+    if issubclass(cls, tuple):
+        obj = tuple.__new__(cls, items)
+    else:
+        obj = list.__new__(cls)
+        list.extend(obj, items)
+    d = getattr(obj, "__dict__", None)
+    for n, v in zip(names, values):
+        desc = inspect.getattr_static(cls, n, None)
+        if type(desc).__name__ == "member_descriptor":
+            desc.__set__(obj, v)
+        else:
+            d[n] = v
+    return obj
+
+
 def module_setattr(mod, name, value):
     """nn.Module.__setattr__: registers parameters, buffers and submodules."""
     import torch

@@ -76,6 +76,8 @@ class _Sequence(Value):
         return type(self)(items)
 
     def method(self, tx, name, args, kwargs):
+        if name in _SEQ_DUNDERS and not kwargs:
+            return self._dunder(tx, name, args)
         if name in ("index", "count") and not kwargs:
             target = args[0]
             from .operators import values_equal
@@ -92,6 +94,38 @@ class _Sequence(Value):
 
     def getattr(self, tx, name):
         return BoundContainerMethod(self, name)
+
+    def _dunder(self, tx, name, args):
+        """The special methods an instance of a list/tuple subclass reaches
+        through its class (len(obj), obj[i], iteration, ``in``, ``+``)."""
+        from . import operators as ops
+        if name == "__len__" and not args:
+            return ConstantValue(len(self.items))
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, realize(tx.ctx, args[0]))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantValue(any(ops.values_equal(tx, i, args[0]) for i in list(self.items)))
+        if name == "__iter__" and not args:
+            return IteratorValue(self.items, self) if isinstance(self, ListValue) else IteratorValue(list(self.items))
+        if name == "__add__" and len(args) == 1:
+            return ops.binary_op(tx, operator.add, self._new(list(self.items)), args[0])
+        if name == "__setitem__" and len(args) == 2 and isinstance(self, ListValue):
+            self.setitem(tx, realize(tx.ctx, args[0]), args[1])
+            return ConstantValue(None)
+        if name == "__delitem__" and len(args) == 1 and isinstance(self, ListValue):
+            self.delitem(tx, realize(tx.ctx, args[0]))
+            return ConstantValue(None)
+        if name == "__init__" and len(args) <= 1 and isinstance(self, ListValue):
+            self._check_mutable(tx)
+            new = tx.iterate(args[0]) if args else []
+            self.items.clear()
+            self.items.extend(new)
+            return ConstantValue(None)
+        raise Unsupported(f"{self.python_type().__name__}.{name}() with these arguments")
+
+
+_SEQ_DUNDERS = frozenset({"__len__", "__getitem__", "__contains__", "__iter__", "__add__", "__setitem__",
+                          "__delitem__", "__init__"})
 
 
 class TupleValue(_Sequence):
@@ -225,6 +259,8 @@ class ListValue(_Sequence):
     def reconstruct(self, out):
         if self.source is not None:
             return super().reconstruct(out)
+        if getattr(self, "owned_by", None) is not None:
+            raise Unsupported("rebuilding the items of a list-subclass instance apart from it")
         for i in self.items:
             out.reconstruct(i)
         out.instr("BUILD_LIST", len(self.items))
@@ -347,6 +383,8 @@ class DictValue(Value):
             return ConstantValue(None)
         if name == "__len__":
             return ConstantValue(len(items))
+        if name == "__init__":     # dict.__init__ of a dict-subclass instance: update()
+            return self.method(tx, "update", args, kwargs)
         if name == "__iter__":
             return DictViewIterator(DictViewValue(self, "keys"), tx)
         if name == "move_to_end":

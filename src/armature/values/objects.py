@@ -78,6 +78,9 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         if raw.fget is None:
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return _wrap_func(tx, raw.fget).call(tx, [instance], {})
+    if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
+        from .containers import BoundContainerMethod
+        return BoundContainerMethod(instance.contents, name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
         from .containers import BoundContainerMethod
         if not instance.is_new and name not in _DICT_READ_METHODS:
@@ -126,6 +129,16 @@ class ClassValue(Value):
 
     def as_python_constant(self):
         return self.cls
+
+    def getitem(self, tx, key):
+        """``cls[key]``: a generic alias (``list[int]``, ``MyGeneric[T]``),
+        folded when ``__class_getitem__`` is C's or typing.Generic's."""
+        import typing
+        raw, owner = find_class_attr(self.cls, "__class_getitem__")
+        if raw is not _MISSING and (type(raw).__name__ == "classmethod_descriptor" or owner is typing.Generic):
+            from .stdlib.typing import subscript_generic
+            return subscript_generic(tx, self.cls, key)
+        return super().getitem(tx, key)
 
     def lookup(self, tx, name):
         """Raw class attribute, consulting pending writes on this class and
@@ -274,11 +287,15 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     builtin_bases = [b for b in cls.__mro__[1:-1] if b.__module__ == "builtins" or b is collections.OrderedDict]
     if builtin_bases and all(b in (dict, collections.OrderedDict) for b in builtin_bases):
         storage = collections.OrderedDict if collections.OrderedDict in builtin_bases else dict
+    elif builtin_bases in ([list], [tuple]):
+        storage = builtin_bases[0]
     elif builtin_bases:
         raise Unsupported(f"creating an instance of {cls.__qualname__}, a subclass of {builtin_bases[0].__name__}")
     new_raw, new_owner, _ = cls_value.lookup(tx, "__new__")
     plain_new = new_raw is object.__new__ or (isinstance(new_raw, staticmethod) and new_raw.__func__ is object.__new__) \
-        or (storage is not None and new_raw in (dict.__new__, collections.OrderedDict.__new__))
+        or (storage is not None and new_raw in (dict.__new__, collections.OrderedDict.__new__, list.__new__))
+    if storage is tuple and new_raw is tuple.__new__:
+        return _new_tuple_instance(tx, cls, args, kwargs)
     if plain_new:
         obj = _new_instance(cls, storage)
     else:
@@ -524,7 +541,7 @@ class ObjectValue(Value):
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
                 isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
             return bind_attr(tx, raw, owner, name, self, cls_value)
-        if owner in _DICT_TYPES and _dict_backed(self):
+        if owner in _DICT_TYPES and _dict_backed(self) or owner in (list, tuple) and _seq_backed(self):
             return bind_attr(tx, raw, owner, name, self, cls_value)
         return None
 
@@ -602,6 +619,19 @@ class ObjectValue(Value):
         from ..runtime import replay
         names = [k for k, v in self.attrs.items() if v is not DELETED]
         contents = getattr(self, "contents", None)
+        if _seq_backed(self):  # a list/tuple subclass: its items, then its attributes
+            out.instr("PUSH_NULL")
+            out.load_const(replay.new_sequence_object)
+            out.load_const(self.cls)
+            out.load_const(tuple(names))
+            for k in names:
+                out.reconstruct(self.attrs[k])
+            out.instr("BUILD_TUPLE", len(names))
+            for v in contents.items:
+                out.reconstruct(v)
+            out.instr("BUILD_TUPLE", len(contents.items))
+            out.call(4)
+            return
         if contents is not None:  # a dict subclass: its items, then its attributes
             out.instr("PUSH_NULL")
             out.load_const(replay.new_dict_object)
@@ -637,10 +667,38 @@ _DICT_TYPES = (dict, _collections.OrderedDict)
 
 def _new_instance(cls, storage) -> "ObjectValue":
     obj = ObjectValue(None, None, cls=cls, is_new=True)
-    if storage is not None:
+    if storage is list:
+        from .containers import ListValue
+        obj.contents = ListValue([])
+        obj.contents.owned_by = obj
+    elif storage is not None:
         from .containers import DictValue
         obj.contents = DictValue({}, cls=storage)
     return obj
+
+
+def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
+    """``MyTuple(iterable)`` with tuple's own __new__ (tuple's __init__ is
+    object's, which ignores the arguments then)."""
+    from .containers import TupleValue
+    if kwargs or len(args) > 1:
+        raise user_error(TypeError, f"{cls.__name__} expected at most 1 argument, got {len(args) + len(kwargs)}")
+    obj = ObjectValue(None, None, cls=cls, is_new=True)
+    obj.contents = TupleValue(tx.iterate(args[0]) if args else [])
+    obj.contents.owned_by = obj
+    obj.storage_kind = tuple
+    init_raw, owner, _ = _wrap_func(tx, cls).lookup(tx, "__init__")
+    if init_raw is not object.__init__:
+        init = bind_attr(tx, init_raw, owner, "__init__", obj, _wrap_func(tx, cls))
+        init.call(tx, list(args), dict(kwargs))
+    return obj
+
+
+def _seq_backed(obj) -> bool:
+    """An instance of a list/tuple subclass made in the frame: its items
+    live in ``obj.contents`` (a ListValue/TupleValue)."""
+    from .containers import ListValue, TupleValue
+    return isinstance(getattr(obj, "contents", None), (ListValue, TupleValue))
 
 
 class _BaseNew(Value):
@@ -661,7 +719,8 @@ def _dict_backed(obj) -> bool:
 
 
 # builtin types whose __getattribute__ is CPython's generic lookup
-_GENERIC_GETATTRIBUTE = {dict.__getattribute__, list.__getattribute__, set.__getattribute__}
+_GENERIC_GETATTRIBUTE = {dict.__getattribute__, list.__getattribute__, set.__getattribute__,
+                         tuple.__getattribute__}
 _DICT_READ_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__",
                       "__iter__", "copy"}
 
@@ -908,6 +967,9 @@ class SuperValue(Value):
                 from .builder import wrap
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
+                if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
+                    from .containers import BoundContainerMethod
+                    return BoundContainerMethod(inst.contents, name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
