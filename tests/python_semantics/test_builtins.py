@@ -645,7 +645,7 @@ CASES = [
     case(str_of_shape_keys, M),
     case(str_conversions, X),
     # numbers
-    case(int_methods, X, marks=xfail("int.from_bytes classmethod is Unsupported")),
+    case(int_methods, X),
     case(int_arith, 17, 5, graphs=0),
     case(int_arith, -17, 5, id="int_arith_negative", graphs=0),
     case(float_methods, X),
@@ -686,7 +686,7 @@ CASES = [
     case(callable_checks, X, marks=xfail("callable(x.sum) (bound tensor method) is Unsupported")),
     # attributes / id / hash
     case(getattr_setattr_in_frame, X),
-    case(delattr_in_frame, X, marks=xfail("delattr() builtin is not known")),
+    case(delattr_in_frame, X),
     case(getattr_on_tensor_and_module, X),
     case(getattr_bound_method, X),
     case(id_comparisons, X, Y, marks=xfail("id() comparisons (id(a) == id(b)) are Unsupported")),

@@ -19,7 +19,7 @@ from .containers import DictValue, IteratorValue, ListValue, SliceValue, TupleVa
 RULES: dict[object, Callable] = {}
 
 PURE_BUILTINS = {
-    abs, all, any, bin, bool, chr, divmod, float, format, hex, int, len, max, min, oct, ord,
+    abs, all, any, ascii, bin, bool, chr, divmod, float, format, hex, int, len, max, min, oct, ord,
     pow, repr, round, sorted, str, sum, tuple, list, complex, hash, frozenset, range, slice,
     *(v for k, v in vars(math).items() if callable(v)),
     *(v for k, v in vars(operator).items() if callable(v) and not k.startswith("_")),
@@ -452,6 +452,17 @@ def _hasattr(tx, obj, name):
 @rule(setattr)
 def _setattr(tx, obj, name, value):
     obj.setattr(tx, name.as_python_constant(), value)
+    return ConstantValue(None)
+
+
+@rule(delattr)
+def _delattr(tx, obj, name):
+    n = name.as_python_constant() if name.is_python_constant() else None
+    if not isinstance(n, str):
+        raise user_error(TypeError, "attribute name must be string")
+    if not hasattr(obj, "delattr"):
+        raise Unsupported(f"delattr() on {obj}")
+    obj.delattr(tx, n)
     return ConstantValue(None)
 
 

@@ -104,8 +104,25 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             from .containers import dict_fromkeys
             from .stdlib.common import _StdCallable
             return _StdCallable(lambda tx_, *a, **k: dict_fromkeys(tx_, cls, *a, **k), f"{cls.__name__}.fromkeys")
+        if cls in (int, float, str, bytes) and type(raw).__name__ == "classmethod_descriptor":
+            # int.from_bytes, float.fromhex, bytes.fromhex, str.maketrans: pure, folded on constants
+            from .stdlib.common import _StdCallable
+            return _StdCallable(lambda tx_, *a, **k: _fold_class_method(getattr(cls, name), a, k),
+                                f"{cls.__name__}.{name}")
         raise Unsupported(f"the C descriptor {cls.__name__}.{name} ({type(raw).__name__})")
     return wrap_class_attr(tx, cls, name, raw, owner)
+
+
+def _fold_class_method(bound, args, kwargs) -> Value:
+    from .builder import wrap_constant_result
+    from .containers import unwrap_constants
+    a, k = unwrap_constants(args, kwargs, what=f"{bound.__qualname__}()")
+    try:
+        result = bound(*a, **k)
+    except Exception as e:
+        from .operators import folded_exception
+        raise folded_exception(bound, e) from None
+    return wrap_constant_result(result)
 
 
 def _wrap_func(tx, fn) -> Value:
