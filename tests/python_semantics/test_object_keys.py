@@ -285,7 +285,46 @@ def _break():
     armature.graph_break()
 
 
+class ByValue:
+    """Hashed and compared by a field (user __hash__/__eq__)."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __eq__(self, other):
+        return isinstance(other, ByValue) and other.k == self.k
+
+
+class Colliding(ByValue):
+    def __hash__(self):
+        return 7   # every key collides: lookups run __eq__
+
+
+class EqOnly:
+    def __eq__(self, other):
+        return True   # (no __hash__: unhashable)
+
+
+def user_hashed_keys(x, y):
+    d = {ByValue("a"): x, ByValue("b"): y}
+    d[ByValue("a")] = x * 3          # the same key: the first key object stays
+    s = {Colliding(1), Colliding(1), Colliding(2)}
+    return d[ByValue("a")], len(d), ByValue("b") in d, len(s), Colliding(2) in s, d, 1 in s
+
+
+def user_hashed_mixed_with_constants(x, y):
+    return {ByValue(1): x, 1: y, "k": 3}, {ByValue("k"), "k"}, x * 2
+
+
+def eq_only_unhashable(x, y):
+    return {EqOnly(): x}
+
+
 CASES = [
+    (eq_only_unhashable, two, False),   # raises TypeError: no fullgraph either way
     (tensor_keys_lookup, two),
     (tensor_keys_returned, two),
     (tensor_keys_new_tensor, two),
@@ -454,6 +493,14 @@ INPUT_CASES = [
 def test_object_keys_passed_in(case):
     fn, make, *fewer = case
     check_against_oracle(fn, make, fewer_than_oracle=fewer[0] if fewer else None)
+
+
+@armature_only   # torch.compile gives up on these frames (no graph; its fullgraph fails)
+@pytest.mark.parametrize("fn", [user_hashed_keys, user_hashed_mixed_with_constants])
+def test_user_hashed_keys(fn):
+    counter = check_identity(fn, two)
+    assert counter.frame_count == 1
+    check_identity(fn, two, fullgraph=True)
 
 
 @armature_only   # (torch.compile gives up on this frame: its fullgraph fails)

@@ -858,7 +858,7 @@ OBJECT_CASES = [
     obj_case(dunder_eq_and_sorting, lambda: (_x(),), graphs=1, marks=xfail("sorted() of user objects (__lt__) is Unsupported")),
     obj_case(dunder_call, lambda: (_x(),), graphs=1),
     obj_case(dunder_iter_class, lambda: (_x(),), graphs=1),
-    obj_case(dunder_hash_dict_key, lambda: (_x(),), graphs=1, marks=xfail("user objects with __hash__/__eq__ as dict keys are Unsupported")),
+    obj_case(dunder_hash_dict_key, lambda: (_x(),), graphs=1),
     obj_case(dunder_bool_in_if, lambda: (_x(),), graphs=1),
     # instances
     obj_case(create_and_return, lambda: (_x(),), graphs=1),

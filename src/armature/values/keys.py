@@ -25,6 +25,8 @@ so a set holding one is not iterated while tracing (see ``SetValue``).
 """
 from __future__ import annotations
 
+import inspect
+import types
 from typing import Any
 
 import torch
@@ -53,6 +55,38 @@ class _Identity:
 
     def __repr__(self):
         return f"id({self.value!r})"
+
+
+class _UserHashed:
+    """The stand-in of a user object whose class defines ``__hash__`` in
+    Python: the hash is what the inlined ``__hash__`` returned when the key
+    was made (as CPython computes it once per operation), and equality runs
+    the inlined ``__eq__`` -- stored key first, as dict lookups compare --
+    after the identity shortcut."""
+
+    __slots__ = ("value", "h", "tx")
+
+    def __init__(self, value: Value, h: int, tx):
+        self.value, self.h, self.tx = value, h, tx
+
+    def __hash__(self):
+        return hash(self.h)
+
+    def __eq__(self, other):
+        if type(other) in (_UserHashed, _Identity):
+            other_v = other.value
+        elif type(other) is tuple:
+            raise Unsupported("comparing a user-hashed dict key with a tuple key")
+        else:
+            other_v = ConstantValue(other)
+        if other_v is self.value:
+            return True
+        from .operators import compare_op
+        import operator
+        return compare_op(self.tx, operator.eq, self.value, other_v).truth(self.tx)
+
+    def __repr__(self):
+        return f"hash({self.value!r})"
 
 
 class ValueKey:
@@ -127,12 +161,26 @@ def make_key(v: Value, tx=None) -> Any:
         raise user_error(TypeError, f"unhashable type: '{t.__name__}'")
     if _identity_hashed(t) and _one_value_per_object(v):
         return ValueKey(v, _Identity(v))
+    from .objects import ObjectValue
+    if isinstance(v, ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
+                                                                   types.FunctionType):
+        return ValueKey(v, _UserHashed(v, _user_hash(tx, v, t), tx))
     raise Unsupported(f"dict key {v}: a {t.__name__} hashed by its own __hash__",
                       hint="keys hashed by identity (tensors, modules, functions, plain objects) or "
                            "by value (constants, tuples of them) are modelled")
 
 
 _NOT_CONSTANT = object()
+
+
+def _user_hash(tx, v: Value, t: type) -> int:
+    h = v.dunder(tx, "__hash__").call(tx, [], {})
+    if not h.is_python_constant():
+        raise Unsupported(f"{t.__name__}.__hash__ returned a value not known while tracing")
+    h = h.as_python_constant()
+    if not isinstance(h, int):
+        raise user_error(TypeError, "__hash__ method should return an integer")
+    return h
 
 
 def _tuple_hash(cls: type) -> bool:
