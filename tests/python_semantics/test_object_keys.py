@@ -261,16 +261,16 @@ def stored_on_object(x, y, holder):
     return x - y
 
 
+def _break():
+    import armature
+    armature.graph_break()
+
+
 def across_graph_break(x, y):
     d = {x: x + 1, y: y + 1}
     s = {x}
-    print_break()
+    _break()
     return d[x] * 2, y in s, d
-
-
-def print_break():
-    import armature
-    armature.graph_break()
 
 
 def across_break_native(x, y):
@@ -278,11 +278,6 @@ def across_break_native(x, y):
     out = d[x] * 2
     _break()
     return out, d, x in d
-
-
-def _break():
-    import armature
-    armature.graph_break()
 
 
 class ByValue:
@@ -403,7 +398,11 @@ def unhashable_in_set(x, y):
     return {x, {}}
 
 
-@pytest.mark.parametrize("fn", [unhashable_key, unhashable_in_set])
+def unhashable_in_tuple_key(x, y):
+    return {(1, [x]): 1}
+
+
+@pytest.mark.parametrize("fn", [unhashable_key, unhashable_in_set, unhashable_in_tuple_key])
 def test_unhashable_raises_like_eager(fn):
     check_identity(fn, two)
 

@@ -37,6 +37,7 @@ from .constant import ConstantValue
 
 #: types whose constants are stored as themselves (the pre-existing keys)
 _PLAIN = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis))
+_NOT_CONSTANT = object()
 
 
 class _Identity:
@@ -142,8 +143,8 @@ def make_key(v: Value, tx=None) -> Any:
         if obj is not _NOT_CONSTANT:
             try:
                 hash(obj)
-            except TypeError:
-                raise user_error(TypeError, f"unhashable type: '{type(obj).__name__}'")
+            except TypeError as e:   # (names the unhashable part: "unhashable type: 'list'")
+                raise user_error(TypeError, str(e))
             if type(v) is ConstantValue or _plain(obj):
                 return obj          # rebuilt as ConstantValue(obj), as it was made
             return ValueKey(v, obj)
@@ -169,8 +170,6 @@ def make_key(v: Value, tx=None) -> Any:
                       hint="keys hashed by identity (tensors, modules, functions, plain objects) or "
                            "by value (constants, tuples of them) are modelled")
 
-
-_NOT_CONSTANT = object()
 
 
 def _user_hash(tx, v: Value, t: type) -> int:
