@@ -327,6 +327,8 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             # value changed, not only the first guard that noticed, so a
             # call that changes batch and length costs one recompile
             _note_all_changes(cache, f, entry, args, kwargs)
+        from .values.real_iterator import note_changed_iterator
+        note_changed_iterator(cache.dynamic_sources, g.source)
         if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
             from .values.symbolic import LengthSource
             cache.dynamic_sources.add(LengthSource(g.source))

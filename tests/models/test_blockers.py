@@ -346,10 +346,8 @@ def test_deepcopy_plain_object():
 _LAYERS = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
 
 
-@xfail("a break inside a for loop resumes with the loop's iterator (here enumerate over a ModuleList) on "
-       "the resume function's stack, and a real iterator cannot be iterated while tracing: one more break "
-       "per iteration ('iterating <lazy ___stack0>'); Whisper/BART in train mode on transformers 4.57, "
-       "whose LayerDrop draws torch.rand([]) in the layer loop")
+# (former blocker: the resume function could not iterate the loop's real
+# iterator, one more break per iteration; values/real_iterator.py)
 def test_break_in_loop_keeps_iterating():
     def f(x, p):
         for idx, layer in enumerate(_LAYERS):

@@ -108,6 +108,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     from . import autocast, pytree, torch_function, vmap
     special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj) or \
         autocast.wrap_special(ctx, obj) or pytree.wrap_special(ctx, obj)
+    if special is None:
+        from . import real_iterator
+        special = real_iterator.wrap(ctx, obj, source)
     if special is not None:
         return special
     from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy

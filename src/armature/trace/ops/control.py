@@ -79,6 +79,9 @@ def get_iter(f, inst):
 def for_iter(f, inst):
     it = f.stack[-1]
     if not isinstance(it, IteratorValue):
+        from ...values.base import realize
+        it = f.stack[-1] = realize(f.ctx, it)   # (an iterator handed over a break)
+    if not isinstance(it, IteratorValue):
         raise Unsupported(f"iterating {it}")
     v = it.next(f)
     if v is None:
