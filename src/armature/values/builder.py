@@ -52,12 +52,21 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
         ctx.value_cache[id(obj)] = (obj, value)
         return value
     value = _wrap_new(ctx, obj, source)
-    if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool):
+    if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool) and \
+            not _stands_for_another(obj):
         # (numbers have no identity worth tracking: equal small ints are one
         # object, which must not tie two sources together)
         ctx.value_cache[id(obj)] = (obj, value)
         _note_instance_dict(ctx, value)
     return value
+
+
+def _stands_for_another(obj) -> bool:
+    """A compiled function is traced as the function it wraps, whose Value
+    (source ``cf._fn``) is cached under that function: caching it under the
+    wrapper too would tie ``cf`` and ``cf._fn`` as one object."""
+    from ..api import CompiledFunction
+    return type(obj) is CompiledFunction
 
 
 def _note_instance_dict(ctx, value: Value) -> None:
