@@ -84,6 +84,8 @@ def _reach(inst) -> int:
     """How many stack items from the top the instruction touches: they go
     on the real stack of the transformed function."""
     pops = _consumed(inst)
+    if inst.opname == "IMPORT_FROM":
+        return 1   # it reads the module below without popping it
     if inst.opname == "DICT_MERGE":
         return pops + inst.arg + 2   # its error message names the callable two below the dict
     return pops + inst.arg if inst.opname in _REACH_BELOW else pops

@@ -637,3 +637,8 @@ def _signature(tx, obj, *args, **kwargs):
         params = list(sig.parameters.values())[1:]
         sig = sig.replace(parameters=params)
     return ConstantValue(sig)
+
+
+from . import state_queries as _state_queries  # noqa: E402
+
+_state_queries.register(RULES)
