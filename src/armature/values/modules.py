@@ -26,8 +26,10 @@ _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
 
 def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValue":
     if isinstance(mod, torch.jit.ScriptModule):
-        raise Unsupported("torch.jit.ScriptModule inside a compiled function",
-                          hint="TorchScript modules run as they are; call them outside armature.compile")
+        if source is None:
+            raise Unsupported("torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
+        ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
+        return ScriptModuleValue(mod, source)
     from ..api import CompiledModule
     if type(mod) is CompiledModule:
         return _wrap_compiled_module(ctx, mod, source)
@@ -40,6 +42,35 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
         else:
             ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
     return ModuleValue(mod, source)
+
+
+_SCRIPT_HINT = "TorchScript modules run as they are; call them outside armature.compile"
+
+
+class ScriptModuleValue(Value):
+    """A TorchScript module: opaque.  Loading and passing it along are
+    free; calling it or reading it is a graph break, so the code around
+    the call is still compiled (the call runs natively between graphs)."""
+
+    def __init__(self, mod, source):
+        super().__init__(source)
+        self.mod = mod
+
+    def python_type(self):
+        return type(self.mod)
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported("calling a torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
+
+    def getattr(self, tx, name):
+        raise Unsupported(f"reading {name!r} of a torch.jit.ScriptModule inside a compiled function",
+                          hint=_SCRIPT_HINT)
+
+    def __repr__(self):
+        return f"<script module {self.source}>"
 
 
 class ModuleValue(Value):
