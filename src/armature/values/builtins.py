@@ -646,7 +646,3 @@ def _signature(tx, obj, *args, **kwargs):
 from . import state_queries as _state_queries  # noqa: E402
 
 _state_queries.register(RULES)
-
-from . import size_ctor as _size_ctor  # noqa: E402
-
-_size_ctor.register(RULES)
