@@ -495,8 +495,6 @@ def test_lazy_module_initialised_on_first_call(make):
     _check_lazy(make, fullgraph=False)
 
 
-@pytest.mark.xfail(strict=True, reason="armature: a lazy module's first call is not traceable "
-                                       "(tensor subclass UninitializedParameter); torch.compile initialises it")
 @pytest.mark.parametrize("make", LAZY)
 def test_lazy_module_fullgraph(make):
     _check_lazy(make, fullgraph=True)

@@ -1043,7 +1043,7 @@ CASES = [
     case(percent_formatting, X, marks=xfail("str % dict (mapping formatting) is Unsupported")),
     case(str_format_method, X),
     case(format_builtin, X),
-    case(fstring_object_dunder_format, X, marks=xfail("f-string/str()/repr() of a user object (__format__/__str__/__repr__) is Unsupported")),
+    case(fstring_object_dunder_format, X),
     # MAKE_FUNCTION
     case(make_function_defaults, X),
     case(make_function_kwdefaults, X),

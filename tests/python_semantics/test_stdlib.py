@@ -1285,20 +1285,33 @@ def test_stdlib_raises_like_eager(fn, args, opts):
 # fallbacks that must not change behaviour
 # --------------------------------------------------------------------------
 
-def test_lru_cache_call_falls_back():
+def test_lru_cache_call_is_a_constant_with_eagers_cache_statistics():
     cached_scale.cache_clear()
-    compiled = compile_fn(lru_cached_call, backend="eager", fullgraph=False)
+    compiled = compile_fn(lru_cached_call, backend="eager", fullgraph=True)
     x = t(3)
-    torch.testing.assert_close(compiled(x), x * 12)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x), x * 12)
+    info = cached_scale.cache_info()
+    assert (info.hits, info.misses) == (2, 1)
+    cached_scale.cache_clear()   # a cleared cache refills, as in eager
     torch.testing.assert_close(compiled(x), x * 12)
     info = cached_scale.cache_info()
-    assert (info.hits, info.misses) == (1, 1)
+    assert (info.hits, info.misses) == (0, 1)
+
+
+@functools.lru_cache(maxsize=None)
+def cached_list(n):
+    return [n]
+
+
+def lru_cached_mutable(x):
+    return x * cached_list(2)[0]
 
 
 @armature_only
-def test_lru_cache_call_is_unsupported_with_fullgraph():
+def test_lru_cache_returning_a_mutable_object_is_unsupported_with_fullgraph():
     import armature
-    compiled = compile_fn(lru_cached_call, backend="eager", fullgraph=True)
+    compiled = compile_fn(lru_cached_mutable, backend="eager", fullgraph=True)
     with pytest.raises(armature.Unsupported, match="lru_cache"):
         compiled(t(3))
 

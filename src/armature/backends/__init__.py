@@ -208,5 +208,6 @@ def lookup_backend(
 # Built-in backends register themselves on import; each imports its compiler
 # stack lazily, so these imports are cheap.
 from . import aot_eager as _aot_eager  # noqa: E402,F401
+from . import debugging as _debugging  # noqa: E402,F401
 from . import eager as _eager  # noqa: E402,F401
 from . import inductor as _inductor  # noqa: E402,F401

@@ -84,6 +84,8 @@ def _reach(inst) -> int:
     """How many stack items from the top the instruction touches: they go
     on the real stack of the transformed function."""
     pops = _consumed(inst)
+    if inst.opname == "IMPORT_FROM":
+        return 1   # it reads the module below without popping it
     if inst.opname == "DICT_MERGE":
         return pops + inst.arg + 2   # its error message names the callable two below the dict
     return pops + inst.arg if inst.opname in _REACH_BELOW else pops
@@ -196,6 +198,16 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
                     cache.dynamic_sources.add(ItemSource(LocalSource(name), i))
 
 
+def note_fresh_modules(resume, stack: list, locals_: dict) -> None:
+    """Module containers the residual code rebuilds on every call (a slice
+    of a ModuleList) are guarded by content in the resume function, not by
+    identity (values/modules.note_fresh_modules)."""
+    from ..values.modules import note_fresh_modules as note
+    from .resume import STACK_ARG
+    named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
+    note(resume._fn.__code__, named + list(locals_.items()))
+
+
 def _identifier_params(code) -> bool:
     return all(n.isidentifier() for n in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
@@ -304,6 +316,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e
         seed_dynamism(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
+        note_fresh_modules(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
         operands = [resume]
         for t, k in zip(slots, slot_kinds):
             if k == NULL_SLOT:

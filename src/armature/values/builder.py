@@ -52,12 +52,30 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
         ctx.value_cache[id(obj)] = (obj, value)
         return value
     value = _wrap_new(ctx, obj, source)
-    if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool):
+    if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool) and \
+            not _stands_for_another(obj):
         # (numbers have no identity worth tracking: equal small ints are one
         # object, which must not tie two sources together)
         ctx.value_cache[id(obj)] = (obj, value)
         _note_instance_dict(ctx, value)
     return value
+
+
+def _has_rule(obj) -> bool:
+    """A torch C function with a rule of its own (values/state_queries.py)."""
+    from .builtins import RULES
+    try:
+        return obj in RULES
+    except TypeError:
+        return False
+
+
+def _stands_for_another(obj) -> bool:
+    """A compiled function is traced as the function it wraps, whose Value
+    (source ``cf._fn``) is cached under that function: caching it under the
+    wrapper too would tie ``cf`` and ``cf._fn`` as one object."""
+    from ..api import CompiledFunction
+    return type(obj) is CompiledFunction
 
 
 def _note_instance_dict(ctx, value: Value) -> None:
@@ -257,7 +275,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
             or t.__name__ == "method-wrapper":
         _guard(ctx, Kind.ID_MATCH, source, obj)
-        if torch_ops.is_graph_function(obj):
+        if torch_ops.is_graph_function(obj) and not _has_rule(obj):
             return torch_ops.TorchFunctionValue(obj, source)
         return vbuiltins.BuiltinValue(obj, source)
     if isinstance(obj, type):
@@ -275,6 +293,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if ctx_value is not None:
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return ctx_value
+    from .thread_local import wrap_thread_local
+    tl = wrap_thread_local(ctx, obj, source)
+    if tl is not None:
+        return tl
     return objects.wrap_object(ctx, obj, source)
 
 

@@ -140,6 +140,10 @@ def _format_rule(fmt):
                 if owner.__module__ != "builtins":
                     raise Unsupported(f"{fmt.__name__}() of {v.cls.__qualname__}, which defines {dunder}")
                 return ConstantValue(fmt(v.real()))
+            from .formatting import text_of
+            text = text_of(tx, v, fmt.__name__)
+            if text is not None:
+                return ConstantValue(text)
         return fold_call(fmt, args, kwargs)
     return handler
 
@@ -637,3 +641,8 @@ def _signature(tx, obj, *args, **kwargs):
         params = list(sig.parameters.values())[1:]
         sig = sig.replace(parameters=params)
     return ConstantValue(sig)
+
+
+from . import state_queries as _state_queries  # noqa: E402
+
+_state_queries.register(RULES)

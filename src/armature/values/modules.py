@@ -26,14 +26,51 @@ _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
 
 def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValue":
     if isinstance(mod, torch.jit.ScriptModule):
-        raise Unsupported("torch.jit.ScriptModule inside a compiled function",
-                          hint="TorchScript modules run as they are; call them outside armature.compile")
+        if source is None:
+            raise Unsupported("torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
+        ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
+        return ScriptModuleValue(mod, source)
+    from ..api import CompiledModule
+    if type(mod) is CompiledModule:
+        return _wrap_compiled_module(ctx, mod, source)
+    if source is not None and is_fresh_module_arg(ctx, source):
+        _guard_fresh_module(ctx, mod, source)
+        return ModuleValue(mod, source)
     if source is not None:
         if ctx.config.module_parameters == "attributes":
             ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
         else:
             ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
     return ModuleValue(mod, source)
+
+
+_SCRIPT_HINT = "TorchScript modules run as they are; call them outside armature.compile"
+
+
+class ScriptModuleValue(Value):
+    """A TorchScript module: opaque.  Loading and passing it along are
+    free; calling it or reading it is a graph break, so the code around
+    the call is still compiled (the call runs natively between graphs)."""
+
+    def __init__(self, mod, source):
+        super().__init__(source)
+        self.mod = mod
+
+    def python_type(self):
+        return type(self.mod)
+
+    def truth(self, tx):
+        return True
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported("calling a torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
+
+    def getattr(self, tx, name):
+        raise Unsupported(f"reading {name!r} of a torch.jit.ScriptModule inside a compiled function",
+                          hint=_SCRIPT_HINT)
+
+    def __repr__(self):
+        return f"<script module {self.source}>"
 
 
 class ModuleValue(Value):
@@ -318,6 +355,8 @@ class ModuleValue(Value):
                 tx.ctx.guards.add(Guard(Kind.EMPTY, AttrSource(self.source, h)))
         elif mod._backward_hooks or mod._backward_pre_hooks:
             raise Unsupported(f"backward hooks on {type(mod).__name__}")
+        if hasattr(mod, "_initialize_hook") and isinstance(mod, torch.nn.modules.lazy.LazyModuleMixin):
+            initialize_lazy(tx, self, args, kwargs)
         m = torch.nn.modules.module
         for name in ("_global_backward_hooks", "_global_backward_pre_hooks"):
             if getattr(m, name):
@@ -360,6 +399,61 @@ class ModuleValue(Value):
 
     def __repr__(self):
         return f"<module {type(self.mod).__name__}{' ' + str(self.source) if self.source else ''}>"
+
+
+#: substrings of the names of torch functions that draw random numbers
+_RANDOM_OPS = ("rand", "dropout", "bernoulli", "normal", "multinomial", "uniform", "exponential", "geometric",
+               "cauchy", "poisson", "rrelu")
+
+
+def _draws_random_numbers(graph) -> bool:
+    for node in graph.graph.nodes:
+        if node.op in ("call_function", "call_method", "call_module"):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if any(r in str(name).lower() for r in _RANDOM_OPS):
+                return True
+    return False
+
+
+def initialize_lazy(tx, value: ModuleValue, args, kwargs) -> None:
+    """The first call of a lazy module (``nn.LazyLinear``...): its
+    initialisation hook runs now, while tracing, on the call's fake inputs,
+    as eager runs it at the call (parameters materialised from the input's
+    sizes, ``reset_parameters`` drawing from torch's RNG); the module then
+    is the module it becomes (``cls_to_become``) and is traced as such, so
+    a lazy model compiles into one graph, also under ``fullgraph=True``.
+
+    Faithful while nothing earlier in the graph draws random numbers (they
+    would be drawn after the initialisation instead of before it) and the
+    inputs' sizes are static: otherwise the call is a graph break, and runs
+    natively."""
+    from .base import realize
+    from .tensor import TensorValue
+    mod = value.mod
+    what = f"initialising the lazy module {type(mod).__name__}"
+    if value.source is None:
+        raise Unsupported(f"{what} without a source")
+    if _draws_random_numbers(tx.ctx.graph):
+        raise Unsupported(f"{what} after random numbers were drawn in the same graph",
+                          hint="eager draws its initial weights at the call; call the model once before "
+                               "compiling to keep the order of random draws")
+
+    def fake_of(v):
+        v = realize(tx.ctx, v)
+        if isinstance(v, TensorValue):
+            if any(isinstance(d, torch.SymInt) for d in v.fake.size()):
+                raise Unsupported(f"{what} from an input with dynamic sizes")
+            return v.fake
+        if v.is_python_constant():
+            return v.as_python_constant()
+        raise Unsupported(f"{what} from {v}")
+
+    fake_args = [fake_of(a) for a in args]
+    fake_kwargs = {k: fake_of(v) for k, v in kwargs.items()}
+    try:
+        mod._infer_parameters(mod, fake_args, fake_kwargs)
+    except Exception as e:  # noqa: BLE001  (the native call raises it, or initialises)
+        raise Unsupported(f"{what}: {type(e).__name__}: {e}")
 
 
 def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
@@ -421,13 +515,18 @@ class NewModuleValue(ModuleValue):
 
 
 class ModuleSliceValue(Value):
-    """``seq[a:b]`` of a Sequential/ModuleList: eager makes a new container
-    of the same modules; here it is that list of modules (calling a
-    Sequential slice chains them), rebuilt by slicing again if it escapes."""
+    """``seq[a:b]`` of a Sequential/ModuleList (or ``seq[::-1][:2]``, a
+    slice of a slice): eager makes a new container of the same modules;
+    here it is that list of modules (calling a Sequential slice chains
+    them), rebuilt by slicing again, slice after slice, if it escapes.  A
+    rebuilt one is a new object on every call: handed to a resume function
+    it is guarded by what the code relies on, not by identity
+    (``note_fresh_modules``)."""
 
-    def __init__(self, parent: ModuleValue, sl: slice, items: list):
+    def __init__(self, parent: ModuleValue, sl: slice | list, items: list):
         super().__init__()
-        self.parent, self.sl, self.items = parent, sl, items
+        self.parent, self.items = parent, items
+        self.slices = list(sl) if isinstance(sl, list) else [sl]
 
     def python_type(self):
         return type(self.parent.mod)
@@ -442,11 +541,14 @@ class ModuleSliceValue(Value):
         return bool(self.items)
 
     def getitem(self, tx, index):
-        idx = index.as_python_constant()
+        from .base import concrete
+        idx = concrete(tx, index).as_python_constant()
         if isinstance(idx, slice):
-            return ModuleSliceValue(self.parent, self.sl, self.items[idx]) if False else \
-                _unsupported_nested_slice()
-        return self.items[idx]
+            return ModuleSliceValue(self.parent, self.slices + [idx], self.items[idx])
+        try:
+            return self.items[idx]
+        except IndexError:
+            raise user_error(IndexError, f"index {idx} is out of range")
 
     def call(self, tx, args, kwargs):
         if not isinstance(self.parent.mod, torch.nn.Sequential):
@@ -460,12 +562,9 @@ class ModuleSliceValue(Value):
 
     def reconstruct(self, out):
         out.reconstruct(self.parent)
-        out.load_const(self.sl)
-        out.instr("BINARY_SUBSCR")
-
-
-def _unsupported_nested_slice():
-    raise Unsupported("slicing a slice of a module container")
+        for sl in self.slices:
+            out.load_const(sl)
+            out.instr("BINARY_SUBSCR")
 
 
 def _is_none(v) -> bool:
@@ -586,3 +685,122 @@ _MISSING = _Missing()
 def _is_data_descriptor(obj) -> bool:
     t = type(obj)
     return hasattr(t, "__set__") or hasattr(t, "__delete__")
+
+
+# --- containers made afresh on every call, handed across a graph break ------
+
+#: resume code object -> names of its arguments that receive a module
+#: container rebuilt by the residual code on every call (a slice of a
+#: ModuleList, a module created in the frame)
+_FRESH_MODULE_ARGS: dict = {}
+
+
+def note_fresh_modules(resume_code, named_values) -> None:
+    """Called at a graph break for the values handed to a resume function:
+    remember which arguments are modules the residual code makes anew on
+    every call.  An identity guard on them would fail on every call (a
+    recompile per call until the limit); they are guarded by type, keys and
+    members instead (:func:`_guard_fresh_module`)."""
+    from .base import LazyValue
+    fresh = set()
+    for name, v in named_values:
+        if type(v) is LazyValue:
+            v = v._realized
+        if isinstance(v, (ModuleSliceValue, NewModuleValue)):
+            fresh.add(name)
+    if fresh:
+        _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh)
+
+
+def is_fresh_module_arg(ctx, source) -> bool:
+    from ..guards.sources import LocalSource
+    if not isinstance(source, LocalSource):
+        return False
+    names = _FRESH_MODULE_ARGS.get(getattr(ctx.fn, "__code__", None))
+    return bool(names) and source.name in names
+
+
+def _guard_fresh_module(ctx, mod, source) -> None:
+    """What code can rely on in a container made afresh: its class, its
+    member tables' keys (length, order) and the identity of each member
+    (their parameters may be graph attributes).  Everything else it reads
+    (attributes, hooks) is guarded where it is read."""
+    ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
+    for table in ("_modules", "_parameters", "_buffers"):
+        ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(source, table), list(getattr(mod, table))))
+
+
+# --- compiled modules inside compiled code ----------------------------------
+
+def _wrap_compiled_module(ctx, mod, source) -> "CompiledModuleValue":
+    """An armature-compiled module called from compiled code is traced as
+    the module it wraps (composition: one graph, no compile of its own)."""
+    if source is not None:
+        ctx.guards.add(Guard(Kind.ID_MATCH if ctx.config.module_parameters == "attributes" else Kind.TYPE_MATCH,
+                             source, mod))
+    from .builder import wrap
+    inner = wrap(ctx, mod.__dict__["_orig_mod"], AttrSource(source, "_orig_mod") if source is not None else None)
+    return CompiledModuleValue(mod, inner, source)
+
+
+class CompiledModuleValue(Value):
+    """An ``armature.compile(module)`` wrapper met while tracing.  Calls and
+    attribute reads go to the wrapped module, as the wrapper forwards them;
+    its truth is the wrapper's own (an nn.Module without ``__len__``:
+    always true, even around an empty Sequential)."""
+
+    def __init__(self, wrapper, inner: ModuleValue, source):
+        super().__init__(source)
+        self.wrapper, self.inner = wrapper, inner
+
+    def python_type(self):
+        return type(self.wrapper)
+
+    def is_python_constant(self):
+        return False
+
+    def truth(self, tx):
+        return True
+
+    def _check_own_hooks(self, tx) -> None:
+        w = self.wrapper
+        if w._forward_hooks or w._forward_pre_hooks or w._backward_hooks or w._backward_pre_hooks:
+            raise Unsupported("hooks registered on the armature-compiled wrapper of a module")
+        if self.source is not None:
+            for h in _HOOK_DICTS:
+                tx.ctx.guards.add(Guard(Kind.EMPTY, AttrSource(self.source, h)))
+
+    def call(self, tx, args, kwargs):
+        self._check_own_hooks(tx)
+        return self.inner.call(tx, args, kwargs)
+
+    def getattr(self, tx, name):
+        from .builder import wrap
+        if name == "__class__":
+            return wrap(tx.ctx, type(self.wrapper), None)
+        if name == "_orig_mod":
+            return self.inner
+        if name == "forward":
+            return _CompiledForward(self)
+        if name in _HOOK_DICTS:
+            return wrap(tx.ctx, getattr(self.wrapper, name),
+                        AttrSource(self.source, name) if self.source is not None else None)
+        return self.inner.getattr(tx, name)
+
+    def __repr__(self):
+        return f"<compiled module {type(self.inner.mod).__name__}>"
+
+
+class _CompiledForward(Value):
+    """``compiled_module.forward``: the wrapper's forward calls the wrapped
+    module (hooks included), as ``CompiledModule.forward`` does."""
+
+    def __init__(self, owner: CompiledModuleValue):
+        super().__init__()
+        self.owner = owner
+
+    def python_type(self):
+        return types.MethodType
+
+    def call(self, tx, args, kwargs):
+        return self.owner.inner.call(tx, args, kwargs)

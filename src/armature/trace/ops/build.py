@@ -72,10 +72,17 @@ def format_value(f, inst):
     spec = f.pop().as_python_constant() if inst.arg & 0x04 else ""
     from ...values.base import concrete
     value = concrete(f, f.pop())
-    if not value.is_python_constant():
-        raise Unsupported(f"formatting {value} into a string")
-    v = value.as_python_constant()
     conv = inst.arg & 0x03
+    if not value.is_python_constant():
+        from ...values.formatting import format_of, text_of
+        text = text_of(f, value, "str" if conv == 1 else "repr") if conv in (1, 2) else format_of(f, value, spec)
+        if text is None:
+            raise Unsupported(f"formatting {value} into a string")
+        if conv in (1, 2):
+            text = format(text, spec)
+        f.push(ConstantValue(text))
+        return
+    v = value.as_python_constant()
     if conv == 1:
         v = str(v)
     elif conv == 2:

@@ -228,6 +228,13 @@ def import_name(f, inst):
         raise Unsupported(f"importing {full!r}, which is not imported yet",
                           hint="import it at module level so that importing has no side effects here")
     mod = sys.modules[full] if fromlist else sys.modules[full.partition(".")[0]]
+    for name in fromlist or ():
+        # ``from pkg import sub`` imports the submodule (importlib's
+        # _handle_fromlist): not modelled, the import runs natively
+        if name != "*" and hasattr(mod, "__path__") and not hasattr(mod, name) \
+                and f"{full}.{name}" not in sys.modules:
+            raise Unsupported(f"importing {full + '.' + name!r}, which is not imported yet",
+                              hint="import it at module level so that importing has no side effects here")
     f.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___m.get(___n) is ___v",
                            consts={"___m": sys.modules, "___n": full, "___v": sys.modules[full]},
                            label=f"sys.modules[{full!r}] is unchanged"))

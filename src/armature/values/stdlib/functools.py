@@ -122,7 +122,17 @@ RULES[functools.reduce] = _reduce
 
 class LruCacheValue(Value):
     """A function wrapped by ``functools.lru_cache``/``functools.cache``.
-    Calling it reads and fills the cache, state outside the frame."""
+    Calling it reads and fills the cache, state outside the frame.
+
+    A call with constant arguments whose wrapped function is pure is a
+    constant of the graph: the wrapped function is first traced in a
+    sandbox (no side effect, no tensor work, an immutable constant result,
+    or the call is a graph break), then the real wrapper is called while
+    tracing, which fills the cache as the eager call would (a hit returns
+    the cached value, even a stale one).  The entry's guard calls the
+    wrapper again on every call and checks it still answers the same: the
+    cache sees one call per call (hits and misses as in eager), a cleared
+    cache refills, and an answer that changed recompiles."""
 
     def __init__(self, fn, source):
         super().__init__(source)
@@ -132,14 +142,85 @@ class LruCacheValue(Value):
         return type(self.fn)
 
     def call(self, tx, args, kwargs):
-        raise Unsupported(f"calling the lru_cache-wrapped function {self.fn.__qualname__}",
-                          hint="a cached call reads and fills the cache; call the undecorated "
-                               "function (fn.__wrapped__) inside compiled code")
+        from ..base import concrete
+        name = self.fn.__qualname__
+        hint = ("a cached call reads and fills the cache; this one is kept out of the graph "
+                "(call the undecorated function, fn.__wrapped__, to trace it)")
+        args = [concrete(tx, a) for a in args]
+        kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
+        if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
+            raise Unsupported(f"calling the lru_cache-wrapped function {name} with arguments not known "
+                              "while tracing", hint=hint)
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        try:
+            hash((tuple(a), tuple(k.items())))
+        except TypeError:
+            raise Unsupported(f"calling the lru_cache-wrapped function {name} with unhashable arguments")
+        _speculate_pure(tx, self, args, kwargs, name, hint)
+        try:
+            real = self.fn(*a, **k)
+        except Exception as e:  # noqa: BLE001  (the native call raises it)
+            raise Unsupported(f"{name}() raised {type(e).__name__} when called while tracing", hint=hint)
+        if not _immutable(real):
+            raise Unsupported(f"the cache of {name} holds a mutable value", hint=hint)
+        from ...guards.guard import Guard
+        tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___g(___c, ___a, ___k, ___v)",
+                                consts={"___g": _answers, "___c": self.fn, "___a": tuple(a), "___k": k,
+                                        "___v": real},
+                                label=f"{name}(...) == {real!r}"))
+        from ..constant import ConstantValue
+        return ConstantValue(real)
 
     def getattr(self, tx, name):
         if name == "__wrapped__":
             return _wrap(tx.ctx, self.fn.__wrapped__, _attr_src(self.source, "__wrapped__"))
         raise Unsupported(f"attribute {name!r} of an lru_cache wrapper")
+
+
+def _answers(fn, args, kwargs, value) -> bool:
+    """The guard of a cached call: the wrapper still returns ``value``."""
+    r = fn(*args, **kwargs)
+    return type(r) is type(value) and r == value
+
+
+_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None), frozenset)
+
+
+def _immutable(v) -> bool:
+    if type(v) is tuple:
+        return all(_immutable(x) for x in v)
+    return type(v) in _IMMUTABLE
+
+
+def _speculate_pure(tx, lru: LruCacheValue, args, kwargs, name: str, hint: str):
+    """Trace ``lru.fn.__wrapped__(*args, **kwargs)`` in a sandbox; its
+    constant result if it is pure (calling it in a guard is then safe),
+    else Unsupported.  What it read needs no guards of its own: the entry's
+    guard asks the cache itself."""
+    from ...diagnostics.errors import UserException
+    from ...graph.dynamic import DynamicPolicy
+    from ...trace.inline import make_frame
+    from ..builder import wrap
+    wrapped = lru.fn.__wrapped__
+    if not isinstance(wrapped, type(_speculate_pure)):
+        raise Unsupported(f"calling the lru_cache-wrapped {name}, which is not a Python function", hint=hint)
+    main = tx.ctx
+    sub = main.sandbox()
+    sub.policy = DynamicPolicy(mode=False)
+    sub.dynamic_sources = frozenset()
+    fn_v = wrap(sub, wrapped, _attr_src(lru.source, "__wrapped__"))
+    try:
+        out = make_frame(sub, fn_v, fn_v.bind(list(args), dict(kwargs), ctx=sub), tx).run()
+    except UserException as e:
+        raise Unsupported(f"{name}() raises ({e}): not cached, the call runs natively", hint=hint) from e
+    if len(sub.effects) or sub.graph.has_ops() or sub.graph.tensor_inputs() or sub.graph.attrs:
+        raise Unsupported(f"the lru_cache-wrapped function {name} has side effects or does tensor work",
+                          hint=hint)
+    if not out.is_python_constant() or not _immutable(out.as_python_constant()):
+        raise Unsupported(f"the lru_cache-wrapped function {name} returns a mutable or non-constant value "
+                          "(the cache hands out the same object on every call)", hint=hint)
+    return out.as_python_constant()
 
 
 def _wrap_lru(ctx, obj, source):

@@ -1,0 +1,4 @@
+"""A package for tests/python_semantics/test_traceable_calls.py: relative
+imports inside compiled functions (``from . import x``, ``from .x import y``)
+and a submodule (``lazy_sub``) that no one imports before the compiled
+function does."""

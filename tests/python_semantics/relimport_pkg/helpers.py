@@ -1,0 +1,5 @@
+SCALE = 3
+
+
+def double(x):
+    return x * 2
