@@ -24,8 +24,7 @@ pytest.importorskip("timm")
 
 import armature  # noqa: E402
 
-import libsets  # noqa: E402
-from test_models import TORCH_FUNCTION_MODE, build  # noqa: E402
+from test_models import build  # noqa: E402
 from zoo import BUILDERS  # noqa: E402
 
 pytestmark = pytest.mark.armature_only
@@ -35,17 +34,7 @@ pytestmark = pytest.mark.armature_only
 #: too; test_cache_output_is_a_clear_error)
 EXPORT_KWARGS = {"gpt2": {"use_cache": False}}
 
-#: transformers 4.57 (the old library set) builds decoder masks inside a
-#: TorchFunctionMode, which armature does not trace yet: the export raises
-#: ExportError at ``with TransformGetItemToIndex():`` (test_models.py has
-#: the same cause for its graph counts)
-MODE_MODELS = {"gpt2", "llama", "mistral", "qwen2", "whisper"}
-
-
 def _marked(name, extra=None):
-    if libsets.current() == "old" and name in MODE_MODELS:
-        return pytest.param(name, marks=pytest.mark.xfail(reason=TORCH_FUNCTION_MODE, strict=True,
-                                                          raises=armature.ExportError))
     if extra and name in extra:
         return pytest.param(name, marks=pytest.mark.xfail(reason=extra[name], strict=True))
     return name
@@ -93,8 +82,6 @@ def test_export_matches_torch_export_and_eager(name):
 
 
 def test_cache_output_is_a_clear_error():
-    if libsets.current() == "old":
-        pytest.skip("transformers 4.57's GPT-2 stops earlier, at its TorchFunctionMode (MODE_MODELS)")
     model, args, kwargs = build("gpt2")
     with torch.no_grad(), pytest.raises(armature.ExportError, match="returns a DynamicCache"):
         armature.export(model, args, kwargs)
