@@ -4,6 +4,7 @@ Public API only; see docs/ARCHITECTURE.md for how a call flows through.
 """
 from . import config
 from .api import CompiledFunction, CompiledModule, cache_entries, compile, reset
+from .exporter import ExportError, export
 from .backends import list_backends, register_backend
 from .diagnostics.errors import ArmatureError, Unsupported
 from .runtime.compile_frame import BackendCompilerFailed
@@ -24,7 +25,7 @@ def patch_torch_compile(backend=None, record_run: bool = True):
     return _patch(backend=backend, record_run=record_run)
 
 __all__ = [
-    "compile", "reset", "list_backends", "register_backend", "cache_entries", "config",
+    "compile", "export", "ExportError", "reset", "list_backends", "register_backend", "cache_entries", "config",
     "Unsupported", "ArmatureError", "BackendCompilerFailed", "CompiledFunction", "CompiledModule",
     "explain", "ExplainOutput", "graph_break", "disable",
     "allow_in_graph", "disallow_in_graph", "dont_skip_tracing",

@@ -67,6 +67,14 @@ class OutputGraph:
         #: node's user line to ``meta["armature_stack"]`` (innermost frame
         #: first), which the run report shades (diagnostics/record.py)
         self.op_nodes: list[torch.fx.Node] = []
+        #: export only (armature.export): id(module) -> its qualified name
+        #: in the exported module; while set, every node records the module
+        #: calls it is inside (``meta["nn_module_stack"]``, as torch.export's)
+        self.module_names: dict[int, str] | None = None
+        self._module_stack: dict[str, tuple[str, type]] = {}
+        self._module_calls: dict[int, int] = {}
+        #: the innermost frame being traced (trace/frame.py sets it)
+        self.current_frame = None
 
     def note_op_lines(self, since: int, filename: str, lineno: int) -> None:
         """Nodes made since ``since`` came from this user line (one frame
@@ -78,6 +86,22 @@ class OutputGraph:
                 node.meta["armature_stack"] = [where]
             else:
                 stack.append(where)
+
+    def _stack_trace(self) -> str | None:
+        """The user's stack where a node is made, in traceback format."""
+        lines = []
+        f = self.current_frame
+        while f is not None:
+            loc = f.location()
+            lines.append(f'  File "{loc.filename}", line {loc.lineno}, in {loc.func_name}\n    {loc.source_line}\n')
+            f = f.parent
+        return "".join(reversed(lines)) or None
+
+    def module_call(self, mod: torch.nn.Module):
+        """Context of one traced call of ``mod`` (values/modules.py)."""
+        if self.module_names is None or id(mod) not in self.module_names:
+            return _nullcontext()
+        return _ModuleCall(self, mod)
 
     def sandbox(self) -> "OutputGraph":
         """An empty graph over the same fake mode and ShapeEnv (for
@@ -199,6 +223,9 @@ class OutputGraph:
             self.mutates = True
         node.meta["example_value"] = example
         node.meta["val"] = example
+        if self.module_names is not None:
+            node.meta["nn_module_stack"] = dict(self._module_stack)
+            node.meta["stack_trace"] = self._stack_trace()
         if self.inference_mode:
             node.meta["inference"] = True
         if self.shape_env.pending_fresh_unbacked_symbols:
@@ -243,6 +270,27 @@ class OutputGraph:
 
     def tensor_inputs(self) -> list[GraphInput]:
         return [i for i in self.inputs if isinstance(i.real, torch.Tensor)]
+
+
+class _ModuleCall:
+    """One entry of the nn_module_stack while a module's forward is traced:
+    keyed like torch's (the module's id, ``@n`` for its n-th later call)."""
+
+    def __init__(self, graph: OutputGraph, mod: torch.nn.Module):
+        self.graph, self.mod = graph, mod
+
+    def __enter__(self):
+        g, mod = self.graph, self.mod
+        n = g._module_calls.get(id(mod), 0)
+        g._module_calls[id(mod)] = n + 1
+        self.key = f"{id(mod)}@{n}" if n else str(id(mod))
+        self.saved = dict(g._module_stack)
+        g._module_stack[self.key] = (g.module_names[id(mod)], type(mod))
+        return self
+
+    def __exit__(self, *exc):
+        self.graph._module_stack = self.saved
+        return False
 
 
 class _nullcontext:

@@ -142,6 +142,15 @@ class Frame:
         """Run until RETURN_VALUE (returns the value), a YIELD_VALUE (sets
         ``yielded``, returns None) or, in the root frame, the break point
         (sets ``stopped_at_break``, returns None)."""
+        graph = self.ctx.graph
+        outer = graph.current_frame
+        graph.current_frame = self   # (export: nodes record the user's stack)
+        try:
+            return self._run_handling()
+        finally:
+            graph.current_frame = outer
+
+    def _run_handling(self) -> Value | None:
         while True:
             try:
                 return self._run()

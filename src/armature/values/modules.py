@@ -383,7 +383,8 @@ class ModuleValue(Value):
                     if not _is_none(res):
                         args = tx.iterate(res) if res.python_type() is tuple else [res]
         forward = self.getattr(tx, "forward")
-        result = forward.call(tx, list(args), dict(kwargs))
+        with tx.ctx.graph.module_call(mod):   # (nn_module_stack metadata, for export)
+            result = forward.call(tx, list(args), dict(kwargs))
         post = self._global_hooks(tx, "_global_forward_hooks") + self._hooks(tx, "_forward_hooks")
         if post:
             with_kwargs = self._keys(tx, "_forward_hooks_with_kwargs") | set(
@@ -621,8 +622,11 @@ class _MemberIterMethod(Value):
                 src = paths[owners[id(obj)]] if id(obj) in owners else None
                 v = wrap(tx.ctx, obj, src)
             else:
+                # lazy: a parameter becomes part of the graph only when the
+                # code uses it (``next(self.parameters()).dtype`` reads one)
+                from .base import LazyValue
                 src = _member_source(mod, paths, obj)
-                v = wrap(tx.ctx, obj, src)
+                v = LazyValue(obj, src, tx.ctx) if src is not None else wrap(tx.ctx, obj, src)
             out.append(TupleValue([ConstantValue(name), v]) if name is not None else v)
         return IteratorValue(out)
 
