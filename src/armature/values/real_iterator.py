@@ -3,7 +3,7 @@ function, or an iterator passed in.
 
 A graph break inside a ``for`` loop (LayerDrop's data-dependent branch in
 Whisper's layer loop) hands the loop's real iterator to the resume function
-on its stack.  Consuming it while tracing would change it, so armature reads
+on its stack.  Loops over modules (see ``wrap``) are unrolled from it:  Consuming it while tracing would change it, so armature reads
 what it has left without consuming it, through the iterator's own
 ``__reduce__`` (which CPython's list, tuple, range, dict and enumerate
 iterators implement by reporting their remaining items).  The trace then
@@ -24,7 +24,9 @@ from .containers import IteratorValue
 
 _LIST_LIKE = (type(iter([])), type(iter(())), type(iter(range(0))))
 _DICT_ITERATORS = (type(iter({}.keys())), type(iter({}.values())), type(iter({}.items())))
-SNAPSHOT_TYPES = frozenset((*_LIST_LIKE, *_DICT_ITERATORS, enumerate))
+#: (a range iterator is not unrolled: range loops are long and counted, and
+#: breaking at their FOR_ITER keeps one resume function for every step)
+SNAPSHOT_TYPES = frozenset((type(iter([])), type(iter(())), *_DICT_ITERATORS, enumerate))
 
 
 def remaining(it) -> list:
@@ -159,9 +161,26 @@ class RealIteratorValue(IteratorValue):
 
 
 def wrap(ctx, obj, source) -> RealIteratorValue | None:
+    """Only loops over modules (a model's layers: short, and each step a
+    large graph worth keeping whole) are unrolled from a snapshot; other
+    outside iterators keep breaking at their FOR_ITER, which reuses one
+    resume function for every step of a long loop."""
     if source is None or type(obj) not in SNAPSHOT_TYPES:
         return None
+    try:
+        rest = remaining(obj)
+    except Exception:
+        return None
+    if rest and not all(_holds_module(item) for item in rest):
+        return None
     return RealIteratorValue(ctx, obj, source)
+
+
+def _holds_module(item) -> bool:
+    import torch
+    if isinstance(item, tuple):
+        return any(isinstance(i, torch.nn.Module) for i in item)
+    return isinstance(item, torch.nn.Module)
 
 
 def note_changed_iterator(dynamic_sources: set, source) -> None:
