@@ -13,7 +13,7 @@ from __future__ import annotations
 import dis
 import types
 
-from bytecode import BinaryOp, Compare, Label, TryBegin, TryEnd
+from bytecode import BinaryOp, Label, TryBegin, TryEnd
 
 from ..trace.frame import Frame, handler_for
 from ..values.base import NULL, Value
@@ -21,6 +21,7 @@ from ..values.exceptions import ExcInfoSlot
 from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
+from .spelling import SPELLING
 
 
 class BreakNotPossible(Exception):
@@ -43,6 +44,11 @@ _STACK_EFFECT = {
     "IMPORT_NAME": (2, 1), "IMPORT_FROM": (0, 1), "STORE_GLOBAL": (1, 0), "DELETE_GLOBAL": (0, 0),
     "BUILD_STRING": lambda a: (a, 1), "RAISE_VARARGS": lambda a: (a, 0), "RERAISE": (1, 0),
     "LOAD_GLOBAL": lambda a: (0, 1 + (a & 1)),
+    # 3.12+
+    "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0), "CALL_INTRINSIC_1": (1, 1),
+    # 3.13
+    "CALL_KW": lambda a: (a + 3, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1),
+    "CONVERT_VALUE": (1, 1), "TO_BOOL": (1, 1),
 }
 # conditional jumps: (pops when falling through, pops when jumping, pushes when falling through)
 _JUMPS = {
@@ -52,6 +58,9 @@ _JUMPS = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": (1, 1, 0), "POP_JUMP_BACKWARD_IF_NOT_NONE": (1, 1, 0),
     "JUMP_IF_TRUE_OR_POP": (1, 0, 0), "JUMP_IF_FALSE_OR_POP": (1, 0, 0),
     "FOR_ITER": (0, 1, 1),
+    # 3.12+
+    "POP_JUMP_IF_TRUE": (1, 1, 0), "POP_JUMP_IF_FALSE": (1, 1, 0),
+    "POP_JUMP_IF_NONE": (1, 1, 0), "POP_JUMP_IF_NOT_NONE": (1, 1, 0),
 }
 
 
@@ -97,10 +106,18 @@ def _native_arg(inst: dis.Instruction, labels: dict):
         return labels
     if name == "LOAD_GLOBAL":
         return (bool(inst.arg & 1), inst.argval)
+    if name == "LOAD_ATTR":
+        return SPELLING.attr_arg(inst.argval, bool(inst.arg & 1))
     if name == "BINARY_OP":
         return BinaryOp(inst.arg)
     if name == "COMPARE_OP":
-        return Compare(inst.arg)
+        return SPELLING.compare_arg(inst.arg)
+    if name == "CALL_INTRINSIC_1":
+        from bytecode import Intrinsic1Op
+        return Intrinsic1Op(inst.arg)
+    if name == "CONVERT_VALUE":
+        from bytecode.instr import FormatValue
+        return FormatValue(inst.arg)
     if inst.opcode in dis.hasname or inst.opcode in dis.hasconst:
         return inst.argval
     return inst.arg
@@ -220,15 +237,12 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     inst = frame.instructions[frame.break_at]
     code = frame.code
     stack = list(frame.stack)
-    if inst.opname == "CALL" and from_callee:
-        n = inst.arg
-        pos = len(stack) - n - 2
-        if stack[pos] is NULL:
-            stack[pos + 1] = _compiled_callee(frame, stack[pos + 1], backend)
-        else:
-            stack[pos] = _compiled_callee(frame, stack[pos], backend)
+    if inst.opname in ("CALL", "CALL_KW") and from_callee:
+        pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
+        pos = SPELLING.callee_is_first(stack, pos, NULL)
+        stack[pos] = _compiled_callee(frame, stack[pos], backend)
     if inst.opname == "CALL_FUNCTION_EX" and from_callee:
-        pos = len(stack) - 2 - (inst.arg & 1)
+        pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
         stack[pos] = _compiled_callee(frame, stack[pos], backend)
 
     # (a resume function's own ___stack arguments only fed its prologue)
@@ -241,6 +255,9 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     if to_orig is None:
         local_names = tuple(n for n in code.co_varnames if n in frame.locals)
         cell_names = tuple(code.co_cellvars) + tuple(code.co_freevars)
+        missing = [c for c in cell_names if c not in frame.cells]
+        if missing:   # (3.12+: inside a comprehension that reuses the cell's slot)
+            raise BreakNotPossible(f"the cell of {missing[0]!r} is not available here")
         cell_values = [frame.cells[c] for c in cell_names]
     else:  # a resume function: its cells are the ___cell_* arguments
         cell_names = tuple(base_code.co_cellvars) + tuple(base_code.co_freevars)
@@ -273,7 +290,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     pops = _consumed(inst)
     consumed = _reach(inst)   # the operands and whatever the instruction reaches below them
     operand_kinds = kinds[len(kinds) - consumed:]
-    if NULL_SLOT in operand_kinds and inst.opname not in ("CALL", "CALL_FUNCTION_EX"):
+    if NULL_SLOT in operand_kinds and inst.opname not in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
         raise BreakNotPossible(f"a NULL among the operands of {inst.opname}")
     if EXC_INFO_SLOT in operand_kinds:
         raise BreakNotPossible(f"{inst.opname} consumes the saved exception state")
@@ -326,8 +343,9 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         out.call_helper(TailCall, *operands, pop=False)
         out.instr("RETURN_VALUE")
 
-    def hand_off(target_offset: int, n_real: int) -> None:
-        """The real stack holds ``n_real`` new items: save them, then tail-call."""
+    def hand_off(target_offset: int, n_real: int, null_above: bool = False) -> None:
+        """The real stack holds ``n_real`` new items: save them, then tail-call
+        (``null_above``: a call's NULL follows them, as a marker)."""
         saved = []
         for _ in range(n_real):
             t = out.new_temp()
@@ -335,7 +353,9 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             saved.append(t)
         saved.reverse()
         leave_handled()
-        tail_call(target_offset, bottom + saved, bottom_kinds + [VALUE_SLOT] * n_real)
+        extra = [NULL] if null_above else []
+        tail_call(target_offset, bottom + saved + extra,
+                  bottom_kinds + [VALUE_SLOT] * n_real + [NULL_SLOT] * len(extra))
 
     # A handler covering the break (try/except/finally, with) must see what
     # the native instruction raises: the instruction runs under a handler of
@@ -368,35 +388,46 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         tail_call(entry.target, slots, slot_kinds, lasti_of=orig_offset)
 
     push_stack(out, stack_t[len(stack_t) - consumed:])
+    SPELLING.native_needs_bool(out, name)
     if name in _JUMPS:
         fall_pops, jump_pops, fall_pushes = _JUMPS[name]
         target = Label()
-        out.instr(name.replace("BACKWARD", "FORWARD"), target)
+        out.native(name.replace("BACKWARD", "FORWARD"), target)
         end_try()
         hand_off(next_offset, consumed - fall_pops + fall_pushes)
         out.append(target)
-        hand_off(inst.argval, consumed - jump_pops)
+        jump_to = inst.argval
+        if name == "FOR_ITER" and SPELLING.loop_exit_skip:
+            # 3.12+: an exhausted FOR_ITER jumps over END_FOR (and POP_TOP),
+            # which must follow its target; the loop's exit is after them
+            out.native("END_FOR")
+            if SPELLING.loop_exit_skip == 2:
+                out.native("POP_TOP")
+            jump_to = insts[index_of[inst.argval] + SPELLING.loop_exit_skip].offset
+        hand_off(jump_to, consumed - jump_pops)
         emit_handler()
         return
-    if name == "CALL":
-        if frame.kw_names:
-            out.instr("KW_NAMES", tuple(frame.kw_names))
-        out.instr("PRECALL", inst.arg)
-    if name == "LOAD_GLOBAL" and inst.arg & 1:
-        # push the NULL as a marker in the saved stack rather than for real
-        out.instr("LOAD_GLOBAL", (False, inst.argval))
+    if name in ("CALL", "CALL_KW"):
+        SPELLING.native_call_prefix(out, inst, frame.kw_names)
+    if name in ("LOAD_GLOBAL", "LOAD_ATTR") and isinstance(_native_arg(inst, {}), tuple) and inst.arg & 1:
+        # push the NULL of a method call as a marker in the saved stack
+        # rather than for real (below or above the value, as the version has it)
+        out.native(name, (False, inst.argval))
         end_try()
-        bottom.append(NULL)
-        bottom_kinds.append(NULL_SLOT)
-        hand_off(next_offset, 1)
+        if SPELLING.null_above_callable:
+            hand_off(next_offset, 1, null_above=True)
+        else:
+            bottom.append(NULL)
+            bottom_kinds.append(NULL_SLOT)
+            hand_off(next_offset, 1)
         emit_handler()
         return
     if name == "RERAISE":
         # a handler's re-raise of an exception the trace did not make (its
         # oparg only locates a lasti of the original frame: not used here)
-        out.instr("RERAISE", 0)
+        out.native("RERAISE", 0)
     else:
-        out.instr(name, _native_arg(inst, {})) if inst.arg is not None else out.instr(name)
+        out.native(name, _native_arg(inst, {})) if inst.arg is not None else out.native(name)
     end_try()
     if name not in ("RAISE_VARARGS", "RERAISE"):
         effect = _STACK_EFFECT[name]

@@ -6,6 +6,9 @@ is read from the graph's output tuple; containers and namedtuples are rebuilt
 around those, constants are loaded as constants.  Objects whose identity
 matters (lists, dicts, objects made in the frame) are built once and kept in
 a temporary, so two references stay one object.
+
+Instructions are written in 3.11's spelling and respelled for the running
+interpreter by ``codegen/spelling.py``; ``native`` writes one as it is.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from bytecode import Instr
 
 from ..diagnostics.errors import Unsupported
 from ..values.base import Value
+from .spelling import SPELLING
 
 GRAPH_OUT = "___graph_out"
 _UNSET = object()
@@ -30,8 +34,17 @@ class Emitter:
         self._keep: list[Value] = []
         self._building: set[int] = set()
         self._ntemps = 0
+        #: 3.13: for each call being built, whether its NULL was written
+        #: below the callable (codegen/spelling.py)
+        self.pending_calls: list[bool] = []
 
     def instr(self, name: str, arg: Any = _UNSET) -> None:
+        """Append an instruction written in 3.11's spelling."""
+        SPELLING.emit(self, name, arg)
+
+    def native(self, name: str, arg: Any = _UNSET) -> None:
+        """Append an instruction in the running interpreter's own spelling
+        (a traced frame's stack or instruction re-run as it was)."""
         kw = {"lineno": self.lineno} if self.lineno is not None else {}
         self.instrs.append(Instr(name, **kw) if arg is _UNSET else Instr(name, arg, **kw))
 

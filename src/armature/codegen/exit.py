@@ -129,8 +129,10 @@ def emit_return(ctx, out: Emitter, result: Value) -> None:
 
 
 def push_stack(out: Emitter, temps: list) -> None:
+    """Rebuild part of a traced frame's real stack (already in the running
+    version's layout: its NULLs stay where they were)."""
     for t in temps:
         if t is NULL:
-            out.instr("PUSH_NULL")
+            out.native("PUSH_NULL")
         else:
             out.instr("LOAD_FAST", t.name)

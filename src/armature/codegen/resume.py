@@ -18,6 +18,7 @@ import types
 from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 
 from ..trace.frame import instructions_of
+from .spelling import SPELLING
 
 STACK_ARG = "___stack{}"
 #: kinds of saved stack slots: an ordinary value, a NULL, and the previous
@@ -38,16 +39,21 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     items.insert(target_pos, label)
 
     supers = _zero_arg_super_calls(items) if "__class__" in code.co_freevars else set()
+    cells = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
     body = []
     expansion = []  # new instructions per original instruction, in order
     for i, item in enumerate(items):
         if isinstance(item, Instr):
             if i in supers:
                 new = [item] + _super_arguments(code, local_names, item)
-            elif i - 1 in supers or i - 2 in supers:   # PRECALL 0 / CALL 0 -> 2
-                new = [Instr(item.name, 2, location=item.location)]
+            elif any(i - k in supers for k in range(1, len(SPELLING.super_call_tail) + 1)):
+                new = [Instr(item.name, 2, location=item.location)]   # (PRECALL 0 /) CALL 0 -> 2
+            elif item.name == "LOAD_SUPER_ATTR" and not item.arg[1]:
+                # 3.12+ zero-argument super().name: its class and first
+                # argument are already on the stack; call super with them
+                new = [Instr(item.name, (item.arg[0], True, item.arg[2]), location=item.location)]
             else:
-                new = _rewrite_cells(item)
+                new = _rewrite_cells(item, cells)
             expansion.append(len(new))
             body.extend(new)
         else:
@@ -90,8 +96,8 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     # exceptions) would be analysed without their entry depth.  The
     # prologue rebuilds the original's stack at the target, so the
     # original's size bounds it (+1 for PUSH_EXC_INFO, +1 for a cell
-    # rewritten into LOAD_FAST + LOAD/STORE_ATTR).
-    new_code = out.to_code(stacksize=code.co_stacksize + 2, compute_exception_stack_depths=False)
+    # rewritten into LOAD_FAST + LOAD/STORE_ATTR, +1 more for a new cell's call).
+    new_code = out.to_code(stacksize=code.co_stacksize + 3, compute_exception_stack_depths=False)
     # Map the new code's offsets back to the original's, so that a break in
     # a resume function resumes the *original* code (no resume-of-resume).
     new_insts = [i for i in _dis_insts(new_code)]
@@ -127,13 +133,13 @@ class ResumeNotPossible(Exception):
 
 
 def _zero_arg_super_calls(items) -> set:
-    """Positions of ``super()`` calls (LOAD_GLOBAL super; PRECALL 0; CALL 0)."""
+    """Positions of ``super()`` calls (LOAD_GLOBAL super; [PRECALL 0;] CALL 0)."""
     out = set()
-    for i, item in enumerate(items[:-2]):
+    tail = SPELLING.super_call_tail
+    for i, item in enumerate(items[:len(items) - len(tail)]):
         if isinstance(item, Instr) and item.name == "LOAD_GLOBAL" and item.arg == (True, "super"):
-            a, b = items[i + 1], items[i + 2]
-            if isinstance(a, Instr) and isinstance(b, Instr) and (a.name, a.arg, b.name, b.arg) == \
-                    ("PRECALL", 0, "CALL", 0):
+            after = items[i + 1:i + 1 + len(tail)]
+            if all(isinstance(a, Instr) and (a.name, a.arg) == t for a, t in zip(after, tail)):
                 out.add(i)
     return out
 
@@ -146,10 +152,10 @@ def _super_arguments(code, local_names, at: Instr) -> list:
         raise ResumeNotPossible("super() in a method without a first argument")
     first = code.co_varnames[0]
     loads = [Instr("LOAD_FAST", CELL_ARG.format("__class__"), location=at.location),
-             Instr("LOAD_ATTR", "cell_contents", location=at.location)]
+             SPELLING.load_attr("cell_contents", at.location)]
     if first in code.co_cellvars:
         loads += [Instr("LOAD_FAST", CELL_ARG.format(first), location=at.location),
-                  Instr("LOAD_ATTR", "cell_contents", location=at.location)]
+                  SPELLING.load_attr("cell_contents", at.location)]
     elif first in local_names:
         loads.append(Instr("LOAD_FAST", first, location=at.location))
     else:
@@ -157,19 +163,40 @@ def _super_arguments(code, local_names, at: Instr) -> list:
     return loads
 
 
-def _rewrite_cells(ins: Instr) -> list:
+def _var_name(arg) -> str:
+    """A local's name (the bytecode library names a 3.13 cell slot by a CellVar)."""
+    return arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
+
+
+def _rewrite_cells(ins: Instr, cells: frozenset) -> list:
     """Closure-variable opcodes become operations on cell objects held in
     ordinary locals (the resume function has no cells of its own)."""
     name = ins.name
-    if name in ("MAKE_CELL", "COPY_FREE_VARS"):
+    if name == "COPY_FREE_VARS":
         return []
+    if name == "MAKE_CELL":
+        # the function's own MAKE_CELLs precede RESUME and are never reached
+        # from the prologue; 3.12+'s inlined comprehensions make a fresh cell
+        # for a variable a closure captures: here a new cell object
+        return SPELLING.new_cell(CELL_ARG.format(_var_name(ins.arg)), ins.location)
+    if name == "LOAD_FAST_AND_CLEAR" and _var_name(ins.arg) in cells:
+        # 3.12+: an inlined comprehension reuses a closure variable's slot
+        # (a cell, or a plain local inside the comprehension): resume
+        # functions keep cells apart from locals, so they cannot model it
+        raise ResumeNotPossible(f"a comprehension over {_var_name(ins.arg)!r}, a variable a closure captures")
+    if name in ("LOAD_FAST", "LOAD_FAST_CHECK") and _var_name(ins.arg) in cells:
+        # 3.13 loads a cell object with LOAD_FAST to build a closure
+        return [Instr("LOAD_FAST", CELL_ARG.format(_var_name(ins.arg)), location=ins.location)]
+    if name == "LOAD_FAST_LOAD_FAST" and any(_var_name(v) in cells for v in ins.arg):
+        return [new for var in ins.arg
+                for new in _rewrite_cells(Instr("LOAD_FAST", _var_name(var), location=ins.location), cells)]
     if name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"):
         var = ins.arg.name if isinstance(ins.arg, (CellVar, FreeVar)) else ins.arg
         cell = Instr("LOAD_FAST", CELL_ARG.format(var), location=ins.location)
         if name == "LOAD_CLOSURE":
             return [cell]
         if name in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
-            return [cell, Instr("LOAD_ATTR", "cell_contents", location=ins.location)]
+            return [cell, SPELLING.load_attr("cell_contents", ins.location)]
         if name == "STORE_DEREF":
             return [cell, Instr("STORE_ATTR", "cell_contents", location=ins.location)]
         return [cell, Instr("DELETE_ATTR", "cell_contents", location=ins.location)]

@@ -1,9 +1,19 @@
 """The only place that knows which CPython version armature runs on.
 
-Opcode handlers register with a version range; at import only those valid
-for the running interpreter are kept, and each name is checked against
-``dis.opmap``.  An interpreter version outside ``SUPPORTED`` makes tracing
-refuse (the original code runs) instead of half-working.
+Opcode handlers register with a version range (``since``/``until``,
+inclusive; ``until=None`` means "and every later version we support").  At
+import only those valid for the running interpreter are kept, and on a
+supported version each name is checked against the interpreter's real
+opcodes, so a handler registered for an opcode that does not exist there (a
+wrong range) fails loudly at import.  An interpreter outside ``SUPPORTED``
+makes tracing refuse (the original code runs, with ``unsupported_reason``)
+instead of half-working; nothing is asserted about it, so importing
+armature there never fails.
+
+Handlers for 3.12 are written where 3.12 differs from both 3.11 and 3.13
+(their ranges say so), but 3.12 is not in ``SUPPORTED``: no 3.12 interpreter
+can be built here, and an untested version is never claimed to work.  The
+code-generation counterpart of this module is ``codegen/spelling.py``.
 """
 from __future__ import annotations
 
@@ -11,7 +21,8 @@ import dis
 import sys
 from typing import Callable
 
-SUPPORTED = ((3, 11),)
+#: versions whose interpreter and code generation are tested
+SUPPORTED = ((3, 11), (3, 13))
 VERSION = sys.version_info[:2]
 
 
@@ -25,19 +36,34 @@ def unsupported_reason() -> str:
             f"{VERSION[0]}.{VERSION[1]}, so compiled functions run as ordinary Python")
 
 
+def _real_opcode(name: str) -> bool:
+    """An opcode the interpreter executes (3.12+ list pseudo-instructions
+    such as LOAD_METHOD in ``dis.opmap`` too, numbered 256 and up)."""
+    return name in dis.opmap and dis.opmap[name] < 256
+
+
 HANDLERS: dict[str, Callable] = {}
 
 
-def opcode(*names: str, since: tuple[int, int] = (3, 11), until: tuple[int, int] = (3, 11)):
+def opcode(*names: str, since: tuple[int, int] = (3, 11), until: tuple[int, int] | None = None):
     """Register a handler for the named opcodes on versions since..until (inclusive)."""
     def deco(fn: Callable) -> Callable:
-        if since <= VERSION <= until:
+        if since <= VERSION and (until is None or VERSION <= until):
             for name in names:
-                assert name in dis.opmap, f"{name} is not an opcode of Python {VERSION}"
+                if not is_supported():
+                    if not _real_opcode(name):
+                        continue
+                else:
+                    assert _real_opcode(name), f"{name} is not an opcode of Python {VERSION}"
                 assert name not in HANDLERS, f"two handlers for {name}"
                 HANDLERS[name] = fn
         return fn
     return deco
+
+
+def at_least(version: tuple[int, int]) -> bool:
+    """For the few version facts that are data, not handlers (codegen/spelling.py)."""
+    return VERSION >= version
 
 
 def exception_table(code):

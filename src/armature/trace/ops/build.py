@@ -1,4 +1,5 @@
-"""BUILD_*, *_APPEND/EXTEND/UPDATE/MERGE, UNPACK_*, FORMAT_VALUE."""
+"""BUILD_*, *_APPEND/EXTEND/UPDATE/MERGE, UNPACK_*, string formatting
+(3.11-3.12: FORMAT_VALUE; 3.13: CONVERT_VALUE, FORMAT_SIMPLE, FORMAT_WITH_SPEC)."""
 from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, user_error
@@ -50,15 +51,18 @@ def build_const_key_map(f, inst):
     f.push(DictValue(dict(zip(keys, values))))
 
 
-@opcode("BUILD_SLICE")
-def build_slice(f, inst):
-    parts = f.popn(inst.arg)
+def make_slice(parts: list):
+    """The Value of ``slice(*parts)`` (BUILD_SLICE, and 3.12's BINARY_SLICE/STORE_SLICE)."""
     if len(parts) == 2:
         parts.append(ConstantValue(None))
     if all(isinstance(p, ConstantValue) for p in parts):
-        f.push(ConstantValue(slice(*(p.value for p in parts))))
-    else:
-        f.push(SliceValue(*parts))
+        return ConstantValue(slice(*(p.value for p in parts)))
+    return SliceValue(*parts)
+
+
+@opcode("BUILD_SLICE")
+def build_slice(f, inst):
+    f.push(make_slice(f.popn(inst.arg)))
 
 
 @opcode("BUILD_STRING")
@@ -67,34 +71,63 @@ def build_string(f, inst):
     f.push(ConstantValue("".join(p.as_python_constant() for p in parts)))
 
 
-@opcode("FORMAT_VALUE")
-def format_value(f, inst):
-    spec = f.pop().as_python_constant() if inst.arg & 0x04 else ""
+_CONVERSIONS = {1: str, 2: repr, 3: ascii}
+
+
+def _format(f, value, spec: str):
+    """``format(value, spec)`` (f-string formatting after any conversion)."""
     from ...values.base import concrete
-    value = concrete(f, f.pop())
-    conv = inst.arg & 0x03
+    value = concrete(f, value)
     if not value.is_python_constant():
-        from ...values.formatting import format_of, text_of
-        text = text_of(f, value, "str" if conv == 1 else "repr") if conv in (1, 2) else format_of(f, value, spec)
+        from ...values.formatting import format_of
+        text = format_of(f, value, spec)
         if text is None:
             raise Unsupported(f"formatting {value} into a string")
-        if conv in (1, 2):
-            text = format(text, spec)
-        f.push(ConstantValue(text))
-        return
-    v = value.as_python_constant()
-    if conv == 1:
-        v = str(v)
-    elif conv == 2:
-        v = repr(v)
-    elif conv == 3:
-        v = ascii(v)
+        return ConstantValue(text)
     try:
-        text = format(v, spec)
+        return ConstantValue(format(value.as_python_constant(), spec))
     except (ValueError, TypeError) as e:  # a bad format spec: the program's own error
         from ...values.operators import folded_exception
         raise folded_exception(format, e) from None
-    f.push(ConstantValue(text))
+
+
+def _convert(f, value, conv: int):
+    """``str``/``repr``/``ascii`` of a value (the ``!s``/``!r``/``!a`` of an f-string)."""
+    from ...values.base import concrete
+    value = concrete(f, value)
+    if value.is_python_constant():
+        return ConstantValue(_CONVERSIONS[conv](value.as_python_constant()))
+    from ...values.formatting import text_of
+    text = text_of(f, value, "str" if conv == 1 else "repr")
+    if text is None:
+        raise Unsupported(f"formatting {value} into a string")
+    if conv == 3:   # ascii(): repr with non-ASCII characters escaped
+        text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return ConstantValue(text)
+
+
+@opcode("FORMAT_VALUE", until=(3, 12))
+def format_value(f, inst):
+    spec = f.pop().as_python_constant() if inst.arg & 0x04 else ""
+    value = f.pop()
+    conv = inst.arg & 0x03
+    f.push(_format(f, _convert(f, value, conv) if conv else value, spec))
+
+
+@opcode("CONVERT_VALUE", since=(3, 13))
+def convert_value(f, inst):
+    f.push(_convert(f, f.pop(), inst.arg))
+
+
+@opcode("FORMAT_SIMPLE", since=(3, 13))
+def format_simple(f, inst):
+    f.push(_format(f, f.pop(), ""))
+
+
+@opcode("FORMAT_WITH_SPEC", since=(3, 13))
+def format_with_spec(f, inst):
+    spec = f.pop().as_python_constant()
+    f.push(_format(f, f.pop(), spec))
 
 
 def _target(f, depth: int):
@@ -123,7 +156,7 @@ def list_extend(f, inst):
     _target(f, inst.arg).items.extend(f.iterate(v))
 
 
-@opcode("LIST_TO_TUPLE")
+@opcode("LIST_TO_TUPLE", until=(3, 11))  # 3.12+: CALL_INTRINSIC_1
 def list_to_tuple(f, inst):
     f.push(TupleValue(f.pop().items))
 

@@ -13,13 +13,17 @@ def binary(f, inst):
     f.push(binary_op(f, BINARY_OPS[inst.argrepr], a, b))
 
 
-@opcode("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT", "UNARY_NOT")
+@opcode("UNARY_NEGATIVE", "UNARY_INVERT", "UNARY_NOT")
+@opcode("UNARY_POSITIVE", until=(3, 11))  # 3.12+: CALL_INTRINSIC_1 (ops/call.py)
 def unary(f, inst):
     f.push(unary_op(f, UNARY_OPS[inst.opname], f.pop()))
 
 
 @opcode("COMPARE_OP")
 def compare(f, inst):
+    """``argval`` is the operator on every version (3.12 moved it to the high
+    bits of the oparg, 3.13 added a "coerce to bool" bit for a following
+    jump, whose handler takes the truth of the result itself)."""
     b = f.pop()
     a = f.pop()
     f.push(compare_op(f, COMPARE_OPS[inst.argval], a, b))

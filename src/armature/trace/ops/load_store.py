@@ -1,4 +1,13 @@
-"""LOAD_*/STORE_*/DELETE_* for locals, globals, cells, attributes, items."""
+"""LOAD_*/STORE_*/DELETE_* for locals, globals, cells, attributes, items.
+
+Version differences: the NULL of a method call (LOAD_GLOBAL's and, from
+3.12, LOAD_ATTR's low bit; 3.11's LOAD_METHOD) goes below the callable on
+3.11-3.12 and above it on 3.13; 3.12 adds LOAD_FAST_CHECK,
+LOAD_FAST_AND_CLEAR (inlined comprehensions), LOAD_SUPER_ATTR and
+BINARY_SLICE/STORE_SLICE; 3.13 adds the paired LOAD_FAST_LOAD_FAST family and
+loads a cell object with LOAD_FAST to build a closure (3.11-3.12:
+LOAD_CLOSURE).
+"""
 from __future__ import annotations
 
 import builtins
@@ -11,6 +20,7 @@ from ...values.builder import wrap
 from ...values.constant import ConstantValue
 from ...values.functions import CellValue, RealCellValue
 from ...values.operators import getitem
+from .. import pyversion
 from ..pyversion import opcode
 
 
@@ -19,14 +29,75 @@ def load_const(f, inst):
     f.push(ConstantValue(inst.argval))
 
 
-@opcode("LOAD_FAST")
+@opcode("LOAD_FAST", until=(3, 12))
+@opcode("LOAD_FAST_CHECK", since=(3, 12), until=(3, 12))
 def load_fast(f, inst):
     f.push(f.load_local(inst.argval))
 
 
+def _load_fast_313(f, name: str):
+    """3.13's LOAD_FAST of a cell variable (a closure being built) loads the
+    cell itself."""
+    if name not in f.locals and name in f.cells:
+        return _cell(f, name)
+    return f.load_local(name)
+
+
+@opcode("LOAD_FAST", "LOAD_FAST_CHECK", since=(3, 13))
+def load_fast_313(f, inst):
+    f.push(_load_fast_313(f, inst.argval))
+
+
+@opcode("LOAD_FAST_LOAD_FAST", since=(3, 13))
+def load_fast_load_fast(f, inst):
+    first, second = inst.argval
+    f.push(_load_fast_313(f, first))
+    f.push(_load_fast_313(f, second))
+
+
+def _store_local(f, name: str, value) -> None:
+    if isinstance(value, (CellValue, RealCellValue)) and name in f.code.co_cellvars:
+        # 3.12+: after an inlined comprehension, the slot of a closure
+        # variable gets its cell back (LOAD_FAST_AND_CLEAR saved it)
+        f.locals.pop(name, None)
+        f.cells[name] = value
+    elif value is NULL:   # 3.12+: an inlined comprehension restores a local it found unbound
+        f.locals.pop(name, None)
+    else:
+        f.locals[name] = value
+
+
 @opcode("STORE_FAST")
 def store_fast(f, inst):
-    f.locals[inst.argval] = f.pop_raw()
+    _store_local(f, inst.argval, f.pop_raw())
+
+
+@opcode("STORE_FAST_STORE_FAST", since=(3, 13))
+def store_fast_store_fast(f, inst):
+    first, second = inst.argval
+    _store_local(f, first, f.pop_raw())
+    _store_local(f, second, f.pop_raw())
+
+
+@opcode("STORE_FAST_LOAD_FAST", since=(3, 13))
+def store_fast_load_fast(f, inst):
+    store, load = inst.argval
+    _store_local(f, store, f.pop_raw())
+    f.push(_load_fast_313(f, load))
+
+
+@opcode("LOAD_FAST_AND_CLEAR", since=(3, 12))
+def load_fast_and_clear(f, inst):
+    """An inlined comprehension saves the outer value of its variable (NULL
+    if unbound) and unbinds it; STORE_FAST puts it back afterwards."""
+    name = inst.argval
+    if name in f.code.co_cellvars and name in f.cells:
+        # the slot of a closure variable holds its cell (CPython's model):
+        # saved here; a MAKE_CELL that follows gives the comprehension its
+        # own, or the slot serves as a plain local until STORE_FAST puts it back
+        f.push(f.cells.pop(name))
+        return
+    f.push(f.locals.pop(name, NULL))
 
 
 @opcode("DELETE_FAST")
@@ -67,11 +138,18 @@ def load_global_value(f, name: str):
     return wrap(ctx, bdict[name], None)
 
 
-@opcode("LOAD_GLOBAL")
+@opcode("LOAD_GLOBAL", until=(3, 12))
 def load_global(f, inst):
     if inst.arg & 1:
         f.push(NULL)
     f.push(load_global_value(f, inst.argval))
+
+
+@opcode("LOAD_GLOBAL", since=(3, 13))
+def load_global_313(f, inst):
+    f.push(load_global_value(f, inst.argval))
+    if inst.arg & 1:
+        f.push(NULL)
 
 
 @opcode("STORE_GLOBAL")
@@ -85,17 +163,51 @@ def delete_global(f, inst):
     f.ctx.effects.store_global(f.f_globals, inst.argval, None)
 
 
-@opcode("LOAD_ATTR")
+@opcode("LOAD_ATTR", until=(3, 11))
 def load_attr(f, inst):
     obj = f.pop()
     f.push(get_attribute(f, obj, inst.argval))
 
 
-@opcode("LOAD_METHOD")
+@opcode("LOAD_METHOD", until=(3, 11))
 def load_method(f, inst):
     obj = f.pop()
     f.push(NULL)
     f.push(get_attribute(f, obj, inst.argval))
+
+
+def push_method(f, inst, attr) -> None:
+    """Push an attribute loaded with the method bit (3.12+) as a callable
+    with its NULL: ``[NULL, attr]`` on 3.12, ``[attr, NULL]`` on 3.13.  (The
+    bound method stands for CPython's ``[function, self]``.)"""
+    if not inst.arg & 1:
+        f.push(attr)
+    elif _NULL_ABOVE_CALLABLE:
+        f.push(attr)
+        f.push(NULL)
+    else:
+        f.push(NULL)
+        f.push(attr)
+
+
+_NULL_ABOVE_CALLABLE = pyversion.at_least((3, 13))
+
+
+@opcode("LOAD_ATTR", since=(3, 12))
+def load_attr_312(f, inst):
+    obj = f.pop()
+    push_method(f, inst, get_attribute(f, obj, inst.argval))
+
+
+@opcode("LOAD_SUPER_ATTR", since=(3, 12))
+def load_super_attr(f, inst):
+    """``super().name`` (zero-argument: the compiler loads ``__class__`` and
+    the first argument itself) and ``super(C, obj).name``."""
+    self_v = f.pop()
+    cls_v = f.pop()
+    super_v = f.pop()
+    sup = super_v.call(f, [cls_v, self_v], {})
+    push_method(f, inst, sup.getattr(f, inst.argval))
 
 
 @opcode("STORE_ATTR")
@@ -120,13 +232,32 @@ def binary_subscr(f, inst):
     f.push(getitem(f, obj, index))
 
 
+@opcode("BINARY_SLICE", since=(3, 12))
+def binary_slice(f, inst):
+    from .build import make_slice
+    parts = f.popn(2)
+    obj = f.pop()
+    f.push(getitem(f, obj, make_slice(parts)))
+
+
 @opcode("STORE_SUBSCR")
 def store_subscr(f, inst):
-    import operator
-    from ...values.tensor import TensorValue, graph_call
     index = f.pop()
     obj = f.pop()
-    value = f.pop_raw()
+    _setitem(f, obj, index, f.pop_raw())
+
+
+@opcode("STORE_SLICE", since=(3, 12))
+def store_slice(f, inst):
+    from .build import make_slice
+    parts = f.popn(2)
+    obj = f.pop()
+    _setitem(f, obj, make_slice(parts), f.pop_raw())
+
+
+def _setitem(f, obj, index, value) -> None:
+    import operator
+    from ...values.tensor import TensorValue, graph_call
     if isinstance(obj, TensorValue):
         graph_call(f, "call_function", operator.setitem, [obj, index, value], {})
         return
@@ -174,7 +305,8 @@ def _cell(f, name):
     return cell
 
 
-@opcode("LOAD_DEREF", "LOAD_CLASSDEREF")
+@opcode("LOAD_DEREF")
+@opcode("LOAD_CLASSDEREF", until=(3, 11))
 def load_deref(f, inst):
     name = inst.argval
     try:
@@ -202,7 +334,7 @@ def delete_deref(f, inst):
         cell.contents = CellValue.EMPTY
 
 
-@opcode("LOAD_CLOSURE")
+@opcode("LOAD_CLOSURE", until=(3, 12))   # 3.13: LOAD_FAST of the cell
 def load_closure(f, inst):
     f.push(_cell(f, inst.argval))
 

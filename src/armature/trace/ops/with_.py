@@ -3,8 +3,9 @@
 BEFORE_WITH pushes ``__exit__`` and ``__enter__()``'s result; the normal
 exit path calls ``__exit__(None, None, None)`` as an ordinary CALL.
 Exceptions the traced program raises are routed by Frame._handle_exception
-through the exception table to these handlers, which follow CPython 3.11's
-stack discipline exactly.
+through the exception table to these handlers, which follow CPython's stack
+discipline exactly (the same for these opcodes on 3.11 to 3.13, except
+3.12's SEND, which leaves its exhausted receiver to END_SEND).
 """
 from __future__ import annotations
 
@@ -130,18 +131,47 @@ def get_yield_from_iter(f, inst):
     f.push(v if isinstance(v, GeneratorValue) else f.get_iter(v))
 
 
-@opcode("SEND")
-def send(f, inst):
-    """``yield from``: resume the inner iterator; a yielded value goes on to
-    the YIELD_VALUE that follows, exhaustion pushes the return value."""
+def _send_next(f):
+    """The inner iterator's next value, or None when it is exhausted."""
     sent = f.pop()
     if not (sent.is_python_constant() and sent.as_python_constant() is None):
         raise Unsupported("sending a value into a generator (generator.send)")
     receiver = f.stack[-1]
-    v = receiver.next(f)
+    return receiver, receiver.next(f)
+
+
+@opcode("SEND", until=(3, 11))
+def send(f, inst):
+    """``yield from``: resume the inner iterator; a yielded value goes on to
+    the YIELD_VALUE that follows, exhaustion pushes the return value."""
+    receiver, v = _send_next(f)
     if v is None:
         f.pop()
         f.push(getattr(receiver, "return_value", None) or ConstantValue(None))
         f.jump(inst.argval)
     else:
         f.push(v)
+
+
+@opcode("SEND", since=(3, 12))
+def send_312(f, inst):
+    """3.12+: exhaustion keeps the receiver under the return value and jumps
+    to END_SEND, which removes it."""
+    receiver, v = _send_next(f)
+    if v is None:
+        f.push(getattr(receiver, "return_value", None) or ConstantValue(None))
+        f.jump(inst.argval)
+    else:
+        f.push(v)
+
+
+@opcode("END_SEND", since=(3, 12))
+def end_send(f, inst):
+    value = f.pop_raw()
+    f.pop_raw()
+    f.push(value)
+
+
+@opcode("CLEANUP_THROW", since=(3, 12))
+def cleanup_throw(f, inst):
+    raise Unsupported("throwing into a generator (generator.throw)")
