@@ -1,5 +1,7 @@
 """Data-dependent control flow: branches and loops on tensor values, and
 values read out of tensors used in Python."""
+import sys
+
 import pytest
 import torch
 
@@ -206,11 +208,14 @@ def test_both_branches_cached_after_first_use():
 
 def test_while_data_dependent_graph_count():
     # the condition's graph, then one graph for "body + condition" that every
-    # later iteration reuses (torch.compile: 2 as well)
+    # later iteration reuses (torch.compile: 2 as well on Python 3.11; on 3.13
+    # the loop's test is a forward jump inside the loop, where torch 2.15's
+    # Dynamo stops compiling the frame and runs the loop as Python: 1 graph)
     x = POS * 10
     e = explain_fresh(while_max_halve, x)
     assert not e.fallbacks, str(e)
-    assert e.graph_count == 2 == dynamo_graph_count(while_max_halve, x), str(e)
+    assert e.graph_count == 2, str(e)
+    assert dynamo_graph_count(while_max_halve, x) == (2 if sys.version_info < (3, 12) else 1)
 
 
 def test_while_data_dependent_graphs_do_not_grow():

@@ -255,10 +255,12 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     if to_orig is None:
         local_names = tuple(n for n in code.co_varnames if n in frame.locals)
         cell_names = tuple(code.co_cellvars) + tuple(code.co_freevars)
-        missing = [c for c in cell_names if c not in frame.cells]
-        if missing:   # (3.12+: inside a comprehension that reuses the cell's slot)
-            raise BreakNotPossible(f"the cell of {missing[0]!r} is not available here")
-        cell_values = [frame.cells[c] for c in cell_names]
+        # (3.12+: inside an inlined comprehension a closure variable's slot
+        # may hold a plain value instead of its cell: the slot is handed over)
+        missing = [c for c in cell_names if c not in frame.cells and c not in frame.locals]
+        if missing:
+            raise BreakNotPossible(f"the slot of {missing[0]!r} is empty here (inside a comprehension)")
+        cell_values = [frame.cells[c] if c in frame.cells else frame.locals[c] for c in cell_names]
     else:  # a resume function: its cells are the ___cell_* arguments
         cell_names = tuple(base_code.co_cellvars) + tuple(base_code.co_freevars)
         local_names = tuple(n for n in code.co_varnames if n in frame.locals
@@ -326,6 +328,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None) -> None:
         if to_orig is not None:
             target_offset = to_orig[target_offset]
+        target_offset = _through_jumps(base_code, target_offset)
         from .resume import ResumeNotPossible
         try:
             resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
@@ -433,6 +436,25 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         effect = _STACK_EFFECT[name]
         hand_off(next_offset, consumed - pops + (effect(inst.arg) if callable(effect) else effect)[1])
     emit_handler()
+
+
+_UNCONDITIONAL_JUMPS = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+
+
+def _through_jumps(code, offset: int) -> int:
+    """Resuming at an unconditional jump is resuming at its target: one
+    resume function for both.  (3.12+ compile a ``while`` loop's bottom test
+    as POP_JUMP_IF_FALSE over a JUMP_BACKWARD, so without this the loop body
+    would be traced twice, once per entry.)"""
+    insts, index_of = _insts(code)
+    seen = set()
+    while offset in index_of and offset not in seen:
+        seen.add(offset)
+        inst = insts[index_of[offset]]
+        if inst.opname not in _UNCONDITIONAL_JUMPS:
+            break
+        offset = inst.argval
+    return offset
 
 
 #: placeholder in a hand-off's slots for the ``lasti`` a handler entry

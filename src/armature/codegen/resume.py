@@ -163,6 +163,10 @@ def _super_arguments(code, local_names, at: Instr) -> list:
     return loads
 
 
+_FAST_OPS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_AND_CLEAR",
+                       "LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"})
+
+
 def _var_name(arg) -> str:
     """A local's name (the bytecode library names a 3.13 cell slot by a CellVar)."""
     return arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
@@ -179,17 +183,17 @@ def _rewrite_cells(ins: Instr, cells: frozenset) -> list:
         # from the prologue; 3.12+'s inlined comprehensions make a fresh cell
         # for a variable a closure captures: here a new cell object
         return SPELLING.new_cell(CELL_ARG.format(_var_name(ins.arg)), ins.location)
-    if name == "LOAD_FAST_AND_CLEAR" and _var_name(ins.arg) in cells:
-        # 3.12+: an inlined comprehension reuses a closure variable's slot
-        # (a cell, or a plain local inside the comprehension): resume
-        # functions keep cells apart from locals, so they cannot model it
-        raise ResumeNotPossible(f"a comprehension over {_var_name(ins.arg)!r}, a variable a closure captures")
-    if name in ("LOAD_FAST", "LOAD_FAST_CHECK") and _var_name(ins.arg) in cells:
-        # 3.13 loads a cell object with LOAD_FAST to build a closure
-        return [Instr("LOAD_FAST", CELL_ARG.format(_var_name(ins.arg)), location=ins.location)]
-    if name == "LOAD_FAST_LOAD_FAST" and any(_var_name(v) in cells for v in ins.arg):
-        return [new for var in ins.arg
-                for new in _rewrite_cells(Instr("LOAD_FAST", _var_name(var), location=ins.location), cells)]
+    if name in _FAST_OPS:
+        # A closure variable's slot holds its cell (CPython's model): 3.13
+        # loads the cell with LOAD_FAST to build a closure, and 3.12+'s
+        # inlined comprehensions save it (LOAD_FAST_AND_CLEAR), use the slot
+        # as a plain local or give it a new cell (MAKE_CELL), and put it back
+        # (STORE_FAST).  Here that slot is the ``___cell_`` argument.
+        def slot(v):
+            v = _var_name(v)
+            return CELL_ARG.format(v) if v in cells else v
+        arg = tuple(slot(v) for v in ins.arg) if isinstance(ins.arg, tuple) else slot(ins.arg)
+        return [Instr(name, arg, location=ins.location)]
     if name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"):
         var = ins.arg.name if isinstance(ins.arg, (CellVar, FreeVar)) else ins.arg
         cell = Instr("LOAD_FAST", CELL_ARG.format(var), location=ins.location)

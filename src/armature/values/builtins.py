@@ -9,6 +9,7 @@ import inspect as _inspect
 import math
 import operator
 import sys as _sys
+import types
 from typing import Callable
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
@@ -527,6 +528,16 @@ def _real_object(v):
     if isinstance(v, ConstantValue):
         return v.value
     return _NO_OBJECT
+
+
+@rule(types.CellType)
+def _new_cell(tx, *args):
+    """``types.CellType()`` / ``CellType(v)``: a resume function's MAKE_CELL
+    (codegen/resume.py) makes its cells this way."""
+    from .functions import CellValue
+    if len(args) > 1:
+        raise user_error(TypeError, f"cell expected at most 1 argument, got {len(args)}")
+    return CellValue(args[0]) if args else CellValue()
 
 
 @rule(super)

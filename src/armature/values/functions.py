@@ -54,6 +54,13 @@ class CellValue(Value):
             return self.contents
         raise Unsupported(f"attribute {name!r} of a cell")
 
+    def setattr(self, tx, name, value):
+        """``cell.cell_contents = v``: how a resume function writes a cell it
+        made (codegen/resume.py, 3.12+'s comprehension cells)."""
+        if name != "cell_contents":
+            raise Unsupported(f"setting attribute {name!r} of a cell")
+        self.contents = value
+
     def reconstruct(self, out):
         from ..runtime import replay
         out.instr("PUSH_NULL")

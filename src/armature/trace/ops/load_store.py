@@ -26,6 +26,12 @@ from ..pyversion import opcode
 
 @opcode("LOAD_CONST")
 def load_const(f, inst):
+    if isinstance(inst.argval, type):
+        # only armature's own code holds a class as a constant (a resume
+        # function's ``types.CellType()``, codegen/spelling.py): a class
+        # Value, as if it had been read from a global
+        f.push(wrap(f.ctx, inst.argval, None))
+        return
     f.push(ConstantValue(inst.argval))
 
 
