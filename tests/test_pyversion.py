@@ -153,3 +153,44 @@ def test_generated_attribute_reads():
 
 def test_spelling_is_the_running_versions():
     assert type(SPELLING).__name__ == "Spelling3" + str(sys.version_info[1])
+
+
+# CPython 3.12's opcodes (its `dis` documentation and Lib/opcode.py): no 3.12
+# interpreter can be built here, so its handler ranges are checked against
+# this list instead of a running interpreter.
+OPCODES_312 = set("""
+CACHE POP_TOP PUSH_NULL INTERPRETER_EXIT END_FOR END_SEND NOP UNARY_NEGATIVE UNARY_NOT UNARY_INVERT
+RESERVED BINARY_SUBSCR BINARY_SLICE STORE_SLICE GET_LEN MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS
+PUSH_EXC_INFO CHECK_EXC_MATCH CHECK_EG_MATCH WITH_EXCEPT_START GET_AITER GET_ANEXT BEFORE_ASYNC_WITH
+BEFORE_WITH END_ASYNC_FOR CLEANUP_THROW STORE_SUBSCR DELETE_SUBSCR GET_ITER GET_YIELD_FROM_ITER
+LOAD_BUILD_CLASS LOAD_ASSERTION_ERROR RETURN_GENERATOR RETURN_VALUE SETUP_ANNOTATIONS LOAD_LOCALS
+POP_EXCEPT STORE_NAME DELETE_NAME UNPACK_SEQUENCE FOR_ITER UNPACK_EX STORE_ATTR DELETE_ATTR
+STORE_GLOBAL DELETE_GLOBAL SWAP LOAD_CONST LOAD_NAME BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP
+LOAD_ATTR COMPARE_OP IMPORT_NAME IMPORT_FROM JUMP_FORWARD POP_JUMP_IF_FALSE POP_JUMP_IF_TRUE
+LOAD_GLOBAL IS_OP CONTAINS_OP RERAISE COPY RETURN_CONST BINARY_OP SEND LOAD_FAST STORE_FAST
+DELETE_FAST LOAD_FAST_CHECK POP_JUMP_IF_NOT_NONE POP_JUMP_IF_NONE RAISE_VARARGS GET_AWAITABLE
+MAKE_FUNCTION BUILD_SLICE JUMP_BACKWARD_NO_INTERRUPT MAKE_CELL LOAD_CLOSURE LOAD_DEREF STORE_DEREF
+DELETE_DEREF JUMP_BACKWARD LOAD_SUPER_ATTR CALL_FUNCTION_EX LOAD_FAST_AND_CLEAR EXTENDED_ARG
+LIST_APPEND SET_ADD MAP_ADD COPY_FREE_VARS YIELD_VALUE RESUME MATCH_CLASS FORMAT_VALUE
+BUILD_CONST_KEY_MAP BUILD_STRING LIST_EXTEND SET_UPDATE DICT_MERGE DICT_UPDATE CALL KW_NAMES
+CALL_INTRINSIC_1 CALL_INTRINSIC_2 LOAD_FROM_DICT_OR_GLOBALS LOAD_FROM_DICT_OR_DEREF
+""".split())
+
+
+def test_312_handler_ranges_name_only_312_opcodes_once():
+    handlers = pyversion.handlers_for((3, 12))
+    assert not [n for n in handlers if n not in OPCODES_312], "handlers for opcodes 3.12 does not have"
+    assert not [n for n, fns in handlers.items() if len(fns) > 1], "two handlers for one opcode"
+    function_opcodes = OPCODES_312 - {
+        "CACHE", "INTERPRETER_EXIT", "RESERVED", "LOAD_LOCALS", "STORE_NAME", "DELETE_NAME", "LOAD_NAME",
+        "SETUP_ANNOTATIONS", "LOAD_BUILD_CLASS", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF",
+        "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "END_ASYNC_FOR", "GET_AWAITABLE", "CHECK_EG_MATCH"}
+    assert sorted(function_opcodes - set(handlers)) == []
+
+
+@pytest.mark.parametrize("version", [(3, 11), (3, 13)])
+def test_each_supported_version_gets_one_handler_per_opcode(version):
+    handlers = pyversion.handlers_for(version)
+    assert not [n for n, fns in handlers.items() if len(fns) > 1]
+    if version == sys.version_info[:2]:
+        assert set(handlers) == set(pyversion.HANDLERS)

@@ -43,11 +43,25 @@ def _real_opcode(name: str) -> bool:
 
 
 HANDLERS: dict[str, Callable] = {}
+#: every registration, for every version: (names, since, until, handler)
+REGISTRATIONS: list[tuple[tuple[str, ...], tuple[int, int], tuple[int, int] | None, Callable]] = []
+
+
+def handlers_for(version: tuple[int, int]) -> dict[str, list[Callable]]:
+    """The handlers each opcode would get on ``version`` (for checking the
+    ranges of a version that is not running, tests/test_pyversion.py)."""
+    out: dict[str, list[Callable]] = {}
+    for names, since, until, fn in REGISTRATIONS:
+        if since <= version and (until is None or version <= until):
+            for name in names:
+                out.setdefault(name, []).append(fn)
+    return out
 
 
 def opcode(*names: str, since: tuple[int, int] = (3, 11), until: tuple[int, int] | None = None):
     """Register a handler for the named opcodes on versions since..until (inclusive)."""
     def deco(fn: Callable) -> Callable:
+        REGISTRATIONS.append((names, since, until, fn))
         if since <= VERSION and (until is None or VERSION <= until):
             for name in names:
                 if not is_supported():
