@@ -328,7 +328,9 @@ CASES = [
     (tensor_keys_update_and_copy, two),
     (tensor_keys_setdefault, two),
     (tensor_keys_comprehension, two),
-    (tuple_of_tensors_key, two),
+    # (torch 2.15's Dynamo cannot compare the tuples (x, y) == (y, x) in one
+    # graph, "list_richcompare_nonconst": no fullgraph oracle there)
+    (tuple_of_tensors_key, two, torch.__version__ < "2.15"),
     (module_and_param_keys, with_linear),
     (param_keyed_state, with_linear),
     (function_keys, two),
