@@ -99,14 +99,19 @@ def to_bool(f, inst):
     re-emits TO_BOOL before the native jump."""
 
 
-@opcode("FOR_ITER", until=(3, 11))
-def for_iter(f, inst):
+def _loop_iterator(f):
     it = f.stack[-1]
     if not isinstance(it, IteratorValue):
         from ...values.base import realize
         it = f.stack[-1] = realize(f.ctx, it)   # (an iterator handed over a break)
     if not isinstance(it, IteratorValue):
         raise Unsupported(f"iterating {it}")
+    return it
+
+
+@opcode("FOR_ITER", until=(3, 11))
+def for_iter(f, inst):
+    it = _loop_iterator(f)
     v = it.next(f)
     if v is None:
         f.pop()
@@ -120,9 +125,7 @@ def for_iter_end_for(f, inst):
     """3.12+: an exhausted iterator jumps to END_FOR (CPython skips it and,
     on 3.13, the POP_TOP after it; here the END_FOR handlers below pop what
     it would have)."""
-    it = f.stack[-1]
-    if not isinstance(it, IteratorValue):
-        raise Unsupported(f"iterating {it}")
+    it = _loop_iterator(f)
     v = it.next(f)
     if v is None:
         f.push(ConstantValue(None))
