@@ -366,10 +366,18 @@ def asks_state(x):
     return x + 1, hooks, torch.autograd.graph._allow_mutation_on_saved_tensors_enabled
 
 
+_FX_TRACING_FLAG_GONE = pytest.mark.xfail(
+    not hasattr(torch.fx._symbolic_trace, "_is_fx_tracing_flag"), strict=True,
+    reason="armature: torch 2.15 removed torch.fx._symbolic_trace._is_fx_tracing_flag, which the "
+           "is_fx_tracing() rule reads")
+
+
+@_FX_TRACING_FLAG_GONE
 def test_state_queries():
     check(asks_state, t(3))
 
 
+@_FX_TRACING_FLAG_GONE
 def test_state_query_change_recompiles():
     counter = CountingBackend("eager")
     compiled = armature.compile(asks_state, backend=counter, fullgraph=True)
