@@ -366,26 +366,27 @@ def asks_state(x):
     return x + 1, hooks, torch.autograd.graph._allow_mutation_on_saved_tensors_enabled
 
 
-_FX_TRACING_FLAG_GONE = pytest.mark.xfail(
-    not hasattr(torch.fx._symbolic_trace, "_is_fx_tracing_flag"), strict=True,
-    reason="armature: torch 2.15 removed torch.fx._symbolic_trace._is_fx_tracing_flag, which the "
-           "is_fx_tracing() rule reads")
+def _set_fx_tracing(on: bool) -> None:
+    """Symbolic tracing switched on/off as torch.fx does it on this version."""
+    fx = torch.fx._symbolic_trace
+    if hasattr(fx, "_set_is_fx_tracing"):
+        fx._set_is_fx_tracing(on)
+    else:
+        fx._is_fx_tracing_flag = on
 
 
-@_FX_TRACING_FLAG_GONE
 def test_state_queries():
     check(asks_state, t(3))
 
 
-@_FX_TRACING_FLAG_GONE
 def test_state_query_change_recompiles():
     counter = CountingBackend("eager")
     compiled = armature.compile(asks_state, backend=counter, fullgraph=True)
     x = t(3)
     assert_equal(asks_state(x), compiled(x))
-    torch.fx._symbolic_trace._is_fx_tracing_flag = True
+    _set_fx_tracing(True)
     try:
         assert_equal(asks_state(x), compiled(x))
     finally:
-        torch.fx._symbolic_trace._is_fx_tracing_flag = False
+        _set_fx_tracing(False)
     assert counter.frame_count == 2

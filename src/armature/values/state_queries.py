@@ -39,7 +39,11 @@ def _query(read, label: str):
 
 
 def _fx_tracing_flag() -> bool:
-    return torch.fx._symbolic_trace._is_fx_tracing_flag
+    """What ``is_fx_tracing()`` answers, without its warning helper (a
+    module flag up to torch 2.14, a getter of thread-local state since)."""
+    fx = torch.fx._symbolic_trace
+    getter = getattr(fx, "_get_is_fx_tracing", None)
+    return bool(getter()) if getter is not None else fx._is_fx_tracing_flag
 
 
 def _allow_mutation_on_saved_tensors() -> bool:
