@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind
 from ..guards.sources import ItemSource, Source
-from .containers import IteratorValue
+from .containers import IteratorValue, UserIteratorValue
 
 _LIST_LIKE = (type(iter([])), type(iter(())), type(iter(range(0))))
 _DICT_ITERATORS = (type(iter({}.keys())), type(iter({}.values())), type(iter({}.items())))
@@ -147,11 +147,7 @@ class RealIteratorValue(IteratorValue):
         tx.ctx.effects.record(MethodCall(self, "__next__", [], {}))
         return v
 
-    def unpack(self, tx):
-        out = []
-        while (v := self.next(tx)) is not None:
-            out.append(v)
-        return out
+    unpack = UserIteratorValue.unpack   # (every step goes through next: each is replayed)
 
     def reconstruct(self, out):
         self.source.emit(out)   # the real iterator (advanced by the replayed steps)
