@@ -2,12 +2,13 @@
 (which may call into torch's compiler stacks) it must not use TorchDynamo.
 
 (a) statically: no ``torch._dynamo`` and no ``torch.compile(`` in the code of
-    the frontend modules (comments and docstrings may mention them).  One
-    file outside the frontend is exempt: ``runner/patch.py``, which makes an
-    unmodified ``torch.compile`` script run with armature by *replacing*
-    attributes of ``torch`` / ``torch._dynamo`` / ``torch.compiler`` (and
-    restoring them); it calls nothing of Dynamo, and nothing in the
-    frontend imports it (``import armature`` does not, checked below);
+    the frontend modules (comments and docstrings may mention them).  The
+    drop-in runner lives in its own package, ``src/armature_runner``: its
+    ``patch.py`` makes an unmodified ``torch.compile`` script run with
+    armature by *replacing* attributes of ``torch`` / ``torch._dynamo`` /
+    ``torch.compiler`` (and restoring them); it calls nothing of Dynamo,
+    and armature reaches it only from ``armature.patch_torch_compile()`` and
+    ``python -m armature`` (``import armature`` does not, checked below);
 (b) at run time, in a fresh interpreter.  The obvious check, "torch._dynamo
     is not in sys.modules after compiling and running a function", is not
     meaningful with this torch: ``import torch`` does not load Dynamo, but
@@ -37,8 +38,8 @@ SRC = os.path.join(ROOT, "src")
 PKG = os.path.join(SRC, "armature")
 BACKENDS = os.path.join(PKG, "backends")
 FORBIDDEN = ("torch._dynamo", "torch.compile(")
-#: the runner's patching module (see the module docstring): the only exemption
-RUNNER_PATCH = os.path.join(PKG, "runner", "patch.py")
+#: the runner's patching module (see the module docstring), outside the frontend
+RUNNER_PATCH = os.path.join(SRC, "armature_runner", "patch.py")
 
 
 def code_without_comments_and_docstrings(source: str) -> str:
@@ -72,7 +73,7 @@ def frontend_files():
         if os.path.commonpath([dirpath, BACKENDS]) == BACKENDS:
             continue
         for name in names:
-            if name.endswith(".py") and os.path.join(dirpath, name) != RUNNER_PATCH:
+            if name.endswith(".py"):
                 yield os.path.join(dirpath, name)
 
 
@@ -86,18 +87,18 @@ def test_scanner_ignores_comments_and_docstrings_only():
         assert any(p in text for p in FORBIDDEN), dirty
 
 
-def test_only_the_runner_patch_is_exempt():
+def test_only_the_runner_package_touches_dynamo():
     with open(RUNNER_PATCH, encoding="utf-8") as fh:
         code = code_without_comments_and_docstrings(fh.read())
-    assert "torch._dynamo" in code   # else the exemption is not needed any more: remove it
+    assert "torch._dynamo" in code   # else the runner could live in the frontend package
     importers = []
     for path in frontend_files():
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-        if "runner.patch" in code_without_comments_and_docstrings(text) or "from .patch" in text:
+        if "armature_runner" in code_without_comments_and_docstrings(text):
             importers.append(os.path.relpath(path, ROOT))
-    # only the runner's CLI and the public wrapper in __init__ (called, never at import) reach it
-    assert sorted(importers) == ["src/armature/__init__.py", "src/armature/runner/cli.py"]
+    # only the public wrapper in __init__ (called, never at import) and `python -m armature` reach it
+    assert sorted(importers) == ["src/armature/__init__.py", "src/armature/__main__.py"]
 
 
 def test_frontend_source_does_not_reference_dynamo():

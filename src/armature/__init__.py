@@ -17,11 +17,11 @@ from .diagnostics.report import report
 
 
 def patch_torch_compile(backend=None, record_run: bool = True):
-    """Route ``torch.compile`` and the ``torch._dynamo``/``torch.compiler``
-    helpers to armature: ``with armature.patch_torch_compile(): ...`` (or
+    """Route ``torch.compile`` and torch's user-facing compiler helpers
+    (``disable``, ``mark_dynamic``...) to armature: ``with armature.patch_torch_compile(): ...`` (or
     ``.start()``/``.stop()``), as ``python -m armature run`` does for a whole
-    script.  See armature/runner/patch.py."""
-    from .runner.patch import patch_torch_compile as _patch
+    script.  See src/armature_runner/patch.py."""
+    from armature_runner.patch import patch_torch_compile as _patch
     return _patch(backend=backend, record_run=record_run)
 
 __all__ = [

@@ -1,8 +1,8 @@
 """``python -m armature run [--report PATH] [--backend NAME] script.py [args]``
-(or ``run -m module [args]``): see armature/runner/cli.py."""
+(or ``run -m module [args]``): see src/armature_runner/cli.py."""
 import sys
 
-from .runner.cli import main
+from armature_runner.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,7 +6,7 @@ import functools
 
 def graph_break(msg: str = "") -> None:
     """Split the compiled frame here.  Calling it outside compiled code does
-    nothing.  (``msg`` is accepted as ``torch._dynamo.graph_break`` takes it.)"""
+    nothing.  (``msg`` is accepted, as torch's own graph_break takes one.)"""
 
 
 def disable(fn=None, *, recursive: bool = True):

@@ -37,10 +37,10 @@ from typing import Any
 
 import torch
 
-from .. import api
-from ..backends import BackendError, list_backends, lookup_backend
-from ..diagnostics import record
-from ..runtime import explain as explain_mod, markers, marks, stance
+from armature import api
+from armature.backends import BackendError, list_backends, lookup_backend
+from armature.diagnostics import record
+from armature.runtime import explain as explain_mod, markers, marks, stance
 
 _reported: set = set()
 

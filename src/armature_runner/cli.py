@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if kind == "path" and not os.path.exists(target):
         print(f"armature run: no such script: {target}", file=sys.stderr)
         return 2
-    from ..backends import list_backends
+    from armature.backends import list_backends
     if backend is not None and backend not in list_backends():
         print(f"armature run: unknown backend {backend!r}; valid: {', '.join(list_backends())}",
               file=sys.stderr)
@@ -96,14 +96,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _finish(report_path: str | None, show_summary: bool) -> None:
     """Summary and report; never hides the script's own outcome."""
-    from ..diagnostics import record, summary
+    from armature.diagnostics import record, summary
     rec = record.current()
     if rec is None:
         return
     written = None
     if report_path:
         try:
-            from ..diagnostics import report
+            from armature.diagnostics import report
             written = report.write(report_path, rec)
         except Exception as e:   # the script's run matters more than its report
             print(f"[armature] could not write the report {report_path}: {type(e).__name__}: {e}",
