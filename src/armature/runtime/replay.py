@@ -61,11 +61,9 @@ def delete_global(g, name):
     del g[name]
 
 
-def new_object(cls, names, values):
-    """An instance of a plain Python class created inside the traced frame,
-    rebuilt with its final attributes (stored as the primitive stores the
-    trace modelled: slots through their descriptors, the rest in __dict__)."""
-    obj = object.__new__(cls)
+def _set_attributes(obj, cls, names, values):
+    """Store attributes as the primitive stores the trace modelled: slots
+    through their descriptors, the rest in ``__dict__``."""
     d = getattr(obj, "__dict__", None)
     for n, v in zip(names, values):
         desc = inspect.getattr_static(cls, n, None)
@@ -74,6 +72,14 @@ def new_object(cls, names, values):
         else:
             d[n] = v
     return obj
+
+
+def new_object(cls, names, values):
+    """An instance of a plain Python class created inside the traced frame,
+    rebuilt with its final attributes (stored as the primitive stores the
+    trace modelled: slots through their descriptors, the rest in __dict__)."""
+    obj = object.__new__(cls)
+    return _set_attributes(obj, cls, names, values)
 
 
 def list_iterator_at(seq, index):
@@ -136,14 +142,7 @@ def new_sequence_object(cls, names, values, items):
     else:
         obj = list.__new__(cls)
         list.extend(obj, items)
-    d = getattr(obj, "__dict__", None)
-    for n, v in zip(names, values):
-        desc = inspect.getattr_static(cls, n, None)
-        if type(desc).__name__ == "member_descriptor":
-            desc.__set__(obj, v)
-        else:
-            d[n] = v
-    return obj
+    return _set_attributes(obj, cls, names, values)
 
 
 def module_setattr(mod, name, value):

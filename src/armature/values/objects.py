@@ -637,40 +637,33 @@ class ObjectValue(Value):
         names = [k for k, v in self.attrs.items() if v is not DELETED]
         contents = getattr(self, "contents", None)
         if _seq_backed(self):  # a list/tuple subclass: its items, then its attributes
-            out.instr("PUSH_NULL")
-            out.load_const(replay.new_sequence_object)
-            out.load_const(self.cls)
-            out.load_const(tuple(names))
-            for k in names:
-                out.reconstruct(self.attrs[k])
-            out.instr("BUILD_TUPLE", len(names))
+            self._rebuild_prefix(out, replay.new_sequence_object, names)
             for v in contents.items:
                 out.reconstruct(v)
             out.instr("BUILD_TUPLE", len(contents.items))
             out.call(4)
             return
         if contents is not None:  # a dict subclass: its items, then its attributes
-            out.instr("PUSH_NULL")
-            out.load_const(replay.new_dict_object)
-            out.load_const(self.cls)
-            out.load_const(tuple(names))
-            for k in names:
-                out.reconstruct(self.attrs[k])
-            out.instr("BUILD_TUPLE", len(names))
+            self._rebuild_prefix(out, replay.new_dict_object, names)
             out.load_const(tuple(contents.items))
             for v in contents.items.values():
                 out.reconstruct(v)
             out.instr("BUILD_TUPLE", len(contents.items))
             out.call(5)
             return
+        self._rebuild_prefix(out, replay.new_object, names)
+        out.call(3)
+
+    def _rebuild_prefix(self, out, helper, names) -> None:
+        """``helper(cls, names, (attribute values...), ...``: the start of
+        every rebuild call (the caller pushes its own further operands)."""
         out.instr("PUSH_NULL")
-        out.load_const(replay.new_object)
+        out.load_const(helper)
         out.load_const(self.cls)
         out.load_const(tuple(names))
         for k in names:
             out.reconstruct(self.attrs[k])
         out.instr("BUILD_TUPLE", len(names))
-        out.call(3)
 
     def __repr__(self):
         where = f" {self.source}" if self.source is not None else (" (new)" if self.is_new else "")
