@@ -49,6 +49,9 @@ class CompiledFunction:
         #: a resume function (its first call compiles under eager_then_compile:
         #: it inherits its caller's dynamism)
         self._resume = False
+        #: overrides config.module_parameters for this function ("inputs" for
+        #: the callees of a frame run natively: runtime/native_frames.py)
+        self._module_parameters: str | None = None
         #: {backend: CompiledFunction} for compiles under set_stance(force_backend=...)
         self._forced: dict = {}
         functools.update_wrapper(self, fn)
@@ -166,7 +169,8 @@ class CompiledFunction:
                 return f(*args, **kwargs)
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
-                                 dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic))
+                                 dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic),
+                                 module_parameters=self._module_parameters)
         except Unsupported as e:
             raise e.with_traceback(None) from e.__cause__
         except DynamicDimSpecialized as e:

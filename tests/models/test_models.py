@@ -126,13 +126,6 @@ class Known:
 #: (model, test kind) -> Known failure.  A strict xfail on the library sets it
 #: names; elsewhere the test must pass.
 XFAIL: dict[tuple[str, str], Known] = {
-    ("whisper", "graph_count"): Known(
-        "transformers 4.57, train mode: LayerDrop's data-dependent branch inside the encoder's and the "
-        "decoder's layer loops (torch.compile breaks there too: 5 graphs). armature now keeps iterating the "
-        "loop in its resume functions (values/real_iterator.py) but still splits every caller on the way "
-        "down (WhisperForConditionalGeneration.forward, WhisperModel.forward: 'forward() could not be "
-        "inlined'), 7 graphs, where torch.compile skips the looping frames and compiles the layers' "
-        "forwards as frames of their own", ("the truth value of a tensor depends on its data",), ("old",)),
 }
 
 

@@ -174,14 +174,16 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
     if isinstance(value, UserFunctionValue):
         if not _identifier_params(value.fn.__code__):
             return value   # e.g. a comprehension's ".0": cannot be compiled on its own; runs as Python
-        return _Wrapped(compiled_wrapper_for(value.fn, backend, tx.ctx.policy.mode))
+        return _Wrapped(compiled_wrapper_for(value.fn, backend, tx.ctx.policy.mode,
+                                                  tx.ctx.module_parameters_override))
     from ..values.functions import NestedFunctionValue
     if isinstance(value, NestedFunctionValue) and _identifier_params(value.code):
         # (a comprehension's ".0" argument cannot be a guard parameter)
         from ..runtime.wrappers import nested_compiled_for
         return _WrappedNested(nested_compiled_for(value.code, backend), value)
     if isinstance(value, BoundMethodValue) and isinstance(value.func, UserFunctionValue):
-        return _Wrapped(compiled_wrapper_for(value.func.fn, backend, tx.ctx.policy.mode), value.obj)
+        return _Wrapped(compiled_wrapper_for(value.func.fn, backend, tx.ctx.policy.mode,
+                                                  tx.ctx.module_parameters_override), value.obj)
     return value
 
 
@@ -332,7 +334,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         from .resume import ResumeNotPossible
         try:
             resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
-                                         cell_names, backend, dynamic=ctx.policy.mode)
+                                         cell_names, backend, dynamic=ctx.policy.mode,
+                                         module_parameters=ctx.module_parameters_override)
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e
         seed_dynamism(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})

@@ -10,6 +10,7 @@ of trace state (graph, guards, side effects, Values) consistent for free.
 """
 from __future__ import annotations
 
+import dataclasses
 import dis
 import inspect
 import logging
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import config as config_mod
+from .native_frames import loop_over_modules
 from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
@@ -123,7 +125,7 @@ def _binds(fn, args, kwargs) -> bool:
 
 
 def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
-                 dynamic_sources=frozenset(), policy=None) -> CacheEntry | None:
+                 dynamic_sources=frozenset(), policy=None, module_parameters=None) -> CacheEntry | None:
     """Trace and compile one call; None when the call is to run as the
     original code without caching anything: the arguments do not bind
     (eager's TypeError), or with fullgraph the program raises an exception
@@ -135,7 +137,7 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     naming it; the test suite's strict switch lets it propagate."""
     try:
         with compiling_state():
-            return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy)
+            return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy, module_parameters)
     except ArmatureError:   # Unsupported, a backend failure, a violated mark_dynamic, strict internal errors
         raise
     except Exception as e:
@@ -147,7 +149,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
         return _fallback(fn, [], f"internal error: {what}", 0.0)
 
 
-def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, policy) -> CacheEntry | None:
+def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, policy,
+                  module_parameters=None) -> CacheEntry | None:
     if not _binds(fn, args, kwargs):
         return None
     if not pyversion.is_supported():
@@ -183,7 +186,11 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     brk: GraphBreak | None = None
     from_callee = False
     while True:
-        ctx = TraceContext(fn, config_mod.config, fullgraph=fullgraph)
+        cfg = config_mod.config
+        if module_parameters is not None and module_parameters != cfg.module_parameters:
+            cfg = dataclasses.replace(cfg, module_parameters=module_parameters)
+        ctx = TraceContext(fn, cfg, fullgraph=fullgraph)
+        ctx.module_parameters_override = module_parameters
         ctx.dynamic_sources = dynamic_sources
         if policy is not None:
             ctx.policy = policy
@@ -221,6 +228,10 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 index, from_callee = alternative
             if getattr(e, "frame_introspection", False) and not from_callee:
                 index = None   # natively it would see the transformed function's frame
+            if plan is None and index is not None and is_breakable(frame, index) and loop_over_modules(frame):
+                # a break inside a loop over modules: the frame runs natively,
+                # each layer's forward compiled on its own (native_frames.py)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0)
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
                 what = e.what
@@ -241,6 +252,23 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                              time.perf_counter() - t0)
         break
     return _finish(fn, ctx, body, backend, t0, brk)
+
+
+def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float) -> CacheEntry:
+    """The entry of a frame that breaks inside a loop over modules: its own
+    code runs as Python, what it calls is compiled (runtime/native_frames.py)."""
+    from .native_frames import routed_runner
+    what = (f"{e.what}, inside a loop over modules: the loop runs as Python and each module or function it "
+            "calls is compiled as a frame of its own (one graph for every layer of a class)")
+    brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
+                     internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
+    log_breaks.debug("graph break in %s: %s", fn.__qualname__, what)
+    guards = ctx.guards.as_list()
+    entry = CacheEntry(guard=build_guard_function(fn, guards),
+                       run=routed_runner(fn.__code__, backend, ctx.policy.mode), guards=guards,
+                       graph_break=brk, trace_time_s=trace_time)
+    explain.record(entry)
+    return entry
 
 
 def _fallback(fn, guards, reason: str, trace_time: float) -> CacheEntry:

@@ -28,18 +28,21 @@ _RESUME: dict[tuple, Any] = {}
 _WRAPPERS: dict[tuple, Any] = {}
 
 
-def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend, dynamic=None):
+def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend, dynamic=None,
+                        module_parameters=None):
     """The compiled resume function of ``code`` at ``offset``; it keeps the
-    caller's dynamic-shapes policy (``dynamic``)."""
+    caller's dynamic-shapes policy (``dynamic``) and its module-parameters
+    override (``module_parameters``: runtime/native_frames.py)."""
     from ..api import CompiledFunction
     from ..codegen.resume import build_resume_code
-    key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__), dynamic)
+    key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__), dynamic, module_parameters)
     cf = _RESUME.get(key)
     if cf is None:
         rcode = build_resume_code(code, offset, slots, local_names, cell_names)
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name)
         cf = CompiledFunction(rfn, backend, fullgraph=False, dynamic=dynamic)
         cf._resume = True
+        cf._module_parameters = module_parameters
         _RESUME[key] = cf
     return cf
 
@@ -101,12 +104,15 @@ def nested_compiled_for(code, backend) -> NestedCompiled:
     return nc
 
 
-def compiled_wrapper_for(fn, backend, dynamic=None):
+def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
+    """The compiled form of a callee residual code calls.  ``module_parameters``
+    overrides ``config.module_parameters`` for it (and its resume functions)."""
     from ..api import CompiledFunction
-    key = (fn, backend, dynamic)
+    key = (fn, backend, dynamic, module_parameters)
     cf = _WRAPPERS.get(key)
     if cf is None:
         cf = _WRAPPERS[key] = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
+        cf._module_parameters = module_parameters
     return cf
 
 
@@ -114,3 +120,5 @@ def reset() -> None:
     _RESUME.clear()
     _WRAPPERS.clear()
     _NESTED.clear()
+    from . import native_frames
+    native_frames.reset()

@@ -85,6 +85,8 @@ class TraceContext:
         self.fn = fn
         self.config = config
         self.fullgraph = fullgraph
+        #: config.module_parameters forced for this function (runtime/native_frames.py)
+        self.module_parameters_override: str | None = None
         #: config.patch regions entered by the trace: what leaving them restores
         self._config_patches: list[dict] = []
         self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
