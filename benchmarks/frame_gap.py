@@ -9,7 +9,8 @@ first call.  After the test, each noted case is run again twice from empty
 caches, ``fullgraph=False``, with counting backends:
 
 * under armature: the graphs captured, and every frame that ran entirely as
-  Python (a cache entry made by ``compile_frame._fallback``, with its reason);
+  Python (a cache entry made by ``compile_frame._fallback``, with its reason,
+  or by ``compile_frame._native_frame``: a loop over modules that breaks);
 * under torch.compile: the graphs captured, and the frames (code objects,
   torch's resume functions mapped to the code they resume) they came from.
 
@@ -110,6 +111,18 @@ def pytest_configure(config):
         return real_fallback(fn, guards, reason, trace_time)
 
     compile_frame._fallback = noting_fallback
+
+    # a frame that breaks inside a loop over modules runs its own code as
+    # Python too (its calls are compiled): counted the same way
+    real_native = compile_frame._native_frame
+
+    def noting_native(fn, ctx, e, backend, trace_time):
+        entry = real_native(fn, ctx, e, backend, trace_time)
+        if _measuring:
+            _fallbacks.append((_frame_key(fn.__code__), entry.graph_break.reason))
+        return entry
+
+    compile_frame._native_frame = noting_native
 
 
 def _is_module(obj) -> bool:

@@ -288,3 +288,30 @@ def test_routing_covers_this_python():
     rec = _Recorder()
     _routed(_sample, rec)(_Child(), [1], True)
     assert rec.seen
+
+
+def _double(x):
+    return x * 2
+
+
+def test_marked_functions_are_called_as_they_are():
+    """A function marked disallow_in_graph (or armature.disable) that the
+    native loop calls runs as plain Python: the router does not compile it."""
+    reset()
+    armature.disallow_in_graph(_double)
+    try:
+        layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+        def f(x):
+            for layer in layers:
+                if x.sum() > 1e9:
+                    x = -x
+                x = _double(layer(x))
+            return x
+
+        counting = CountingBackend("eager")
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(armature.compile(f, backend=counting)(x), f(x))
+        assert counting.frame_count == 0   # nn.Linear runs as it is; _double is not compiled
+    finally:
+        armature.disallow_in_graph(_double, enable=False)

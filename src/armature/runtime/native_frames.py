@@ -117,14 +117,10 @@ class Router:
         if isinstance(f, torch.nn.Module):
             return self._module_target(f)
         if t is types.FunctionType:
-            if is_user_code(f.__code__) and not _is_generator(f.__code__):
-                return self._compiled(f)
-            return None
+            return self._compiled(f) if _compilable(f) else None
         if t is types.MethodType:
             fn = f.__func__
-            if type(fn) is types.FunctionType and is_user_code(fn.__code__) and not _is_generator(fn.__code__):
-                return types.MethodType(self._compiled(fn), f.__self__)
-            return None
+            return types.MethodType(self._compiled(fn), f.__self__) if _compilable(fn) else None
         self._plain.add(t)
         return None
 
@@ -136,13 +132,24 @@ class Router:
             fn = cls.forward
         else:
             fn = cls.__call__
-        if type(fn) is not types.FunctionType or not is_user_code(fn.__code__) or _is_generator(fn.__code__):
-            return None
-        return types.MethodType(self._compiled(fn), mod)
+        return types.MethodType(self._compiled(fn), mod) if _compilable(fn) else None
 
     def _compiled(self, fn):
         from .wrappers import compiled_wrapper_for
         return compiled_wrapper_for(fn, self.backend, self.dynamic, module_parameters="inputs")
+
+
+def _compilable(fn) -> bool:
+    """User code that is not a generator and carries no mark saying how
+    compiled code must treat it (armature.disable, allow/disallow_in_graph,
+    torch.compiler.disable): those run as they are."""
+    if type(fn) is not types.FunctionType or not is_user_code(fn.__code__) or _is_generator(fn.__code__):
+        return False
+    from .markers import IN_GRAPH
+    marked = IN_GRAPH.get(id(fn))
+    if marked is not None and marked[0] is fn:
+        return False
+    return not (getattr(fn, "__armature_disabled__", False) or getattr(fn, "_torchdynamo_disable", False))
 
 
 def _is_generator(code) -> bool:

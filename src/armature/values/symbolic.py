@@ -459,6 +459,12 @@ class SymbolicNumberValue(Value):
         self.ctx.guards.add(Guard(Kind.CONSTANT_MATCH, self.source, self.example))
         return ConstantValue(self.example)
 
+    def getattr(self, tx, name):
+        """``s.is_integer()``, ``n.bit_length()``, ``s.real``: what the number's
+        type offers, read on its value (specialised and guarded, as any use
+        that needs the value)."""
+        return self.specialize(tx).getattr(tx, name)
+
     def as_node(self):
         """The FX node of a dynamic number (a SymInt placeholder for a plain
         symbol, else the nodes computing it), made on first use."""
