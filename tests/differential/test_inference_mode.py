@@ -17,6 +17,7 @@ results made in an inference_mode block.
 import pytest
 import torch
 
+import armature
 from helpers import (armature_only, assert_equal, assert_same, compile_fn, CountingBackend,
                      deep_copy, dynamo_graph_count, t)
 
@@ -334,6 +335,17 @@ def test_graph_break_inside_block(capsys):
     got = assert_same_inference(break_inside_block, rg(3), fullgraph=False)
     assert got[1] is True
     assert "inside" in capsys.readouterr().out
+
+
+@armature_only
+def test_break_inside_block_splits_at_its_enter(capsys):
+    """The break moves to the block's enter (the graph runs a switched block
+    as no_grad): the frame is split there instead of running as Python, and
+    the block's ops run under the real inference mode."""
+    report = armature.explain(break_inside_block)(rg(3))
+    assert not report.fallbacks, report.fallbacks
+    assert report.graph_count <= dynamo_graph_count(break_inside_block, rg(3))
+    capsys.readouterr()
 
 
 # ----------------------------------------------------- torch.compile oracle

@@ -107,6 +107,9 @@ class TraceContext:
         #: blocks); the real mode stays off while tracing (compiling_state)
         self.initial_inference_enabled, self.initial_grad_enabled = ambient_modes()
         self.inference_enabled = self.initial_inference_enabled
+        #: root-frame origins of the inference_mode enters that switched the
+        #: mode (values/inference.py: a break inside goes there)
+        self.inference_origins: list = []
         self.grad_enabled = self.initial_grad_enabled
         #: the grad mode the graph runs under at this point: grad_enabled,
         #: except that inside inference mode autograd records nothing (under

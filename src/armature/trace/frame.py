@@ -201,6 +201,8 @@ class Frame:
         if self.parent is None:
             from ..values.torch_function import hoist_break
             hoist_break(self.ctx, e)   # (a break inside a mode the trace pushed)
+            from ..values import inference
+            inference.hoist_break(self.ctx, e)   # (inside an inference_mode block the trace entered)
 
     def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS
