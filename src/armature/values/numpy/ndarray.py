@@ -174,6 +174,11 @@ class NdarrayMethodValue(Value):
         return node_call(tx, f"ndarray.{name}()", targets.method_target(name), [arr, *args], kwargs,
                          lambda s, *a, **k: getattr(s, name)(*a, **k))
 
+    def reconstruct(self, out):
+        # a break at the call (``a.sum().item()``): the array, then its method
+        out.reconstruct(self.arr)
+        out.instr("LOAD_ATTR", self.name)
+
     def __repr__(self):
         return f"<method ndarray.{self.name} of {self.arr}>"
 
