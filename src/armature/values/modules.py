@@ -34,6 +34,9 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
     if type(mod) is CompiledModule:
         return _wrap_compiled_module(ctx, mod, source)
     if source is not None and is_fresh_module_arg(ctx, source):
+        if source.name in _NEW_MODULE_ARGS.get(ctx.fn.__code__, ()):
+            from .fresh_modules import wrap_fresh_arg   # its parameters are new too
+            return wrap_fresh_arg(ctx, mod, source)
         _guard_fresh_module(ctx, mod, source)
         return ModuleValue(mod, source)
     if source is not None:
@@ -461,29 +464,33 @@ def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
     """``nn.ReLU()`` inside the frame (DistilBERT's classification head calls
     ``nn.ReLU()(pooled_output)`` in forward).
 
-    Supported for torch.nn's own classes built from constants into a module
-    without parameters or buffers: their constructors are deterministic and
-    touch nothing outside the new object (no RNG, no global state), so the
-    module is built for real while tracing and read like any module (its
-    forward inlined); if it escapes the frame (returned, stored), the residual
-    code builds a fresh one with the same arguments, as eager does on every
-    call.  Writes to its attributes are not modelled (a graph break)."""
+    Supported for torch.nn's own classes built from constants (and from
+    modules made in the frame).  A module without parameters or buffers:
+    its constructor is deterministic and touches nothing outside the new
+    object (no RNG, no global state), so the module is built for real while
+    tracing and read like any module (its forward inlined); if it escapes
+    the frame (returned, stored), the residual code builds a fresh one with
+    the same arguments, as eager does on every call.  Writes to its
+    attributes are not modelled (a graph break).  A module with parameters
+    or buffers, or one holding modules made in the frame, is built on every
+    call by the transformed function's setup (values/fresh_modules.py)."""
     from .base import concrete
     cls = cls_value.cls
     what = f"creating the module {cls.__qualname__} inside a compiled function"
     hint = "create modules outside and pass them in"
     if type(cls) is not type or not cls.__module__.startswith("torch.nn."):
         raise Unsupported(what, hint=hint + " (modules created in the frame: torch.nn's own classes only)")
+    from . import fresh_modules
     args = [concrete(tx, a) for a in args]
     kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
-    if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
-        raise Unsupported(f"{what} from values not known while tracing", hint=hint)
+    real_args, real_kwargs, inner = fresh_modules.template_args(tx, args, kwargs, what)
     try:
-        mod = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        mod = fresh_modules.build_template(cls, real_args, real_kwargs)
     except Exception as e:  # noqa: BLE001  (eager raises it: the break runs the call natively)
         raise Unsupported(f"{what}: {type(e).__name__}: {e}")
-    if next(mod.parameters(), None) is not None or next(mod.buffers(), None) is not None:
-        raise Unsupported(f"{what} (it has parameters or buffers)", hint=hint)
+    if inner or next(mod.parameters(), None) is not None or next(mod.buffers(), None) is not None:
+        # built by the transformed function's setup on every call (values/fresh_modules.py)
+        return fresh_modules.new_module(tx, mod, cls_value, args, kwargs, inner, what)
     return NewModuleValue(mod, cls_value, args, kwargs)
 
 
@@ -502,6 +509,9 @@ class NewModuleValue(ModuleValue):
         self.cls_value, self.args, self.kwargs = cls_value, args, kwargs
 
     def reconstruct(self, out):
+        if self.source is not None:   # built by the setup (it went into a module made there)
+            self.source.emit(out)
+            return
         out.instr("PUSH_NULL")
         out.load_const(_construct)
         out.reconstruct(self.cls_value)
@@ -616,9 +626,12 @@ class _MemberIterMethod(Value):
             raise Unsupported(f"Module.{self.name}() raised {type(e).__name__}: {e}")
         owners = {id(m): p for p, m in torch.nn.Module.named_modules(mod, remove_duplicate=False)}
         out = []
+        from .fresh_modules import FreshModuleValue, member_of
         for item in items:
             name, obj = item if isinstance(item, tuple) else (None, item)
-            if isinstance(obj, torch.nn.Module):
+            if isinstance(owner, FreshModuleValue):   # its members are new objects on every call
+                v = member_of(tx, owner, obj)
+            elif isinstance(obj, torch.nn.Module):
                 src = paths[owners[id(obj)]] if id(obj) in owners else None
                 v = wrap(tx.ctx, obj, src)
             else:
@@ -697,23 +710,33 @@ def _is_data_descriptor(obj) -> bool:
 #: container rebuilt by the residual code on every call (a slice of a
 #: ModuleList, a module created in the frame)
 _FRESH_MODULE_ARGS: dict = {}
+#: the subset of those whose members are made afresh too (a module with
+#: parameters built in the frame, values/fresh_modules.py)
+_NEW_MODULE_ARGS: dict = {}
 
 
-def note_fresh_modules(resume_code, named_values) -> None:
+def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
     """Called at a graph break for the values handed to a resume function:
     remember which arguments are modules the residual code makes anew on
     every call.  An identity guard on them would fail on every call (a
     recompile per call until the limit); they are guarded by type, keys and
     members instead (:func:`_guard_fresh_module`)."""
     from .base import LazyValue
-    fresh = set()
+    from .fresh_modules import FreshModuleValue
+    fresh, new = set(), set(new_names)   # (new_names: modules built natively at the break)
     for name, v in named_values:
         if type(v) is LazyValue:
             v = v._realized
-        if isinstance(v, (ModuleSliceValue, NewModuleValue)):
+        if isinstance(v, ModuleSliceValue) and isinstance(v.parent, FreshModuleValue):
+            new.add(name)
+        elif isinstance(v, FreshModuleValue):
+            new.add(name)
+        elif isinstance(v, (ModuleSliceValue, NewModuleValue)):
             fresh.add(name)
-    if fresh:
-        _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh)
+    if new:
+        _NEW_MODULE_ARGS.setdefault(resume_code, set()).update(new)
+    if fresh or new:
+        _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh | new)
 
 
 def is_fresh_module_arg(ctx, source) -> bool:
