@@ -206,6 +206,7 @@ def new_module(tx, mod, cls_value, args, kwargs, inner: list, what: str) -> Fres
     for v in inner:
         if isinstance(v, NewModuleValue) and v.source is None:
             _register(ctx, v, v.cls_value, v.args, v.kwargs)
+        ctx.value_cache[id(v.mod)] = (v.mod, v)   # (read back as a member: the same Value)
     value = FreshModuleValue(mod, None)
     _register(ctx, value, cls_value, list(args), dict(kwargs))
     ctx.value_cache[id(mod)] = (mod, value)
