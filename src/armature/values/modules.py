@@ -82,6 +82,10 @@ class ModuleValue(Value):
         self.mod = mod
         #: plain attributes written in this trace (DELETED marks a delete)
         self.attrs: dict = {}
+        #: for each name in ``attrs``: True when the write registered a
+        #: member (then the name is not in the instance dict)
+        self.write_kinds: dict = {}
+        self._dict_view = None
 
     def python_type(self):
         return type(self.mod)
@@ -109,6 +113,12 @@ class ModuleValue(Value):
         from ..effects import DELETED
         if name == "__class__":
             return wrap(tx.ctx, type(mod), None)
+        if name == "__dict__" and inspect.getattr_static(type(mod), "__dict__", None) is \
+                inspect.getattr_static(torch.nn.Module, "__dict__"):
+            if self._dict_view is None:
+                from .module_dict import ModuleDictView
+                self._dict_view = ModuleDictView(self)
+            return self._dict_view
         deleted = False
         if name in self.attrs:
             v = self.attrs[name]
@@ -178,9 +188,6 @@ class ModuleValue(Value):
         nn.Module.__setattr__'s registration logic (a parameter, buffer or
         submodule is registered, replaced or deleted)."""
         mod = self.mod
-        if type(mod).__setattr__ is not torch.nn.Module.__setattr__ or \
-                type(mod).__delattr__ is not torch.nn.Module.__delattr__:
-            raise Unsupported(f"custom __setattr__/__delattr__ of {type(mod).__name__}")
         cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
             raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
@@ -197,22 +204,64 @@ class ModuleValue(Value):
             raise Unsupported(f"assigning {value} to the registered member {name!r} of {type(mod).__name__}")
         return registered or registers
 
+    def _custom(self, tx, dunder: str):
+        """The class's own ``__setattr__``/``__delattr__`` (a Python
+        function: inlined), or None for nn.Module's."""
+        raw = inspect.getattr_static(type(self.mod), dunder)
+        if raw is getattr(torch.nn.Module, dunder):
+            return None
+        if not isinstance(raw, types.FunctionType):
+            raise Unsupported(f"the C {dunder} of {type(self.mod).__name__}")
+        from .objects import find_class_attr, wrap_class_attr
+        raw, owner = find_class_attr(type(self.mod), dunder)
+        return wrap_class_attr(tx, type(self.mod), dunder, raw, owner)
+
     def setattr(self, tx, name, value):
+        custom = self._custom(tx, "__setattr__")
+        if custom is not None:
+            custom.call(tx, [self, ConstantValue(name), value], {})
+            return
+        self.standard_setattr(tx, name, value)
+
+    def standard_setattr(self, tx, name, value):
+        """``nn.Module.__setattr__`` itself (also what ``super().__setattr__`` reaches)."""
         from ..effects import AttrStore
         from .base import realize
         value = realize(tx.ctx, value)  # nn.Module.__setattr__ depends on what it is
         structural = self._structural(tx, name, value)
         self.attrs[name] = value
+        self.write_kinds[name] = structural
         if structural:  # replayed through nn.Module.__setattr__, which registers it
             self.structure_changed = True
         tx.ctx.effects.record(AttrStore(self, name, value, via_module=structural))
 
+    def store_in_dict(self, tx, name, value):
+        """``mod.__dict__[name] = value``: no registration; the instance
+        dict wins over ``nn.Module.__getattr__`` when the name is read."""
+        from ..effects import AttrStore
+        if self.source is None:
+            raise Unsupported("writing the __dict__ of a module without a source")
+        cls_attr = inspect.getattr_static(type(self.mod), name, _MISSING)
+        if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
+            raise Unsupported(f"writing {type(self.mod).__name__}.__dict__[{name!r}] under a descriptor")
+        self.attrs[name] = value
+        self.write_kinds[name] = False
+        tx.ctx.effects.record(AttrStore(self, name, value, via_dict=True))
+
     def delattr(self, tx, name):
+        custom = self._custom(tx, "__delattr__")
+        if custom is not None:
+            custom.call(tx, [self, ConstantValue(name)], {})
+            return
+        self.standard_delattr(tx, name)
+
+    def standard_delattr(self, tx, name):
         from ..effects import DELETED, AttrDelete
         structural = self._structural(tx, name, None)
         if name not in self.attrs and name not in self.mod.__dict__ and not structural:
             raise user_error(AttributeError, name)
         self.attrs[name] = DELETED
+        self.write_kinds[name] = structural
         if structural:
             self.structure_changed = True
         tx.ctx.effects.record(AttrDelete(self, name, via_module=structural))
@@ -831,3 +880,25 @@ class _CompiledForward(Value):
 
     def call(self, tx, args, kwargs):
         return self.owner.inner.call(tx, args, kwargs)
+
+
+class ModuleStandardWrite(Value):
+    """``super().__setattr__`` / ``super().__delattr__`` reaching
+    nn.Module's own (from a module class's custom one, inlined)."""
+
+    def __init__(self, module: ModuleValue, name: str):
+        super().__init__()
+        self.module, self.name = module, name
+
+    def call(self, tx, args, kwargs):
+        from .base import concrete
+        if kwargs or len(args) != (2 if self.name == "__setattr__" else 1):
+            raise user_error(TypeError, f"{self.name}() takes the wrong number of arguments")
+        key = concrete(tx, args[0])
+        if not (key.is_python_constant() and type(key.as_python_constant()) is str):
+            raise Unsupported(f"nn.Module.{self.name} with a name that is not a constant string")
+        if self.name == "__setattr__":
+            self.module.standard_setattr(tx, key.as_python_constant(), args[1])
+        else:
+            self.module.standard_delattr(tx, key.as_python_constant())
+        return ConstantValue(None)
