@@ -193,3 +193,15 @@ def test_construction_is_not_a_graph_break():
     compiled(*two())
     (entry,) = armature.cache_entries(compiled)
     assert entry.graph_break is None and entry.fallback_reason is None
+
+
+@armature_only
+def test_export_names_the_module():
+    import armature
+
+    class BuildsHead(nn.Module):
+        def forward(self, x):
+            return nn.Linear(4, 2)(x)
+
+    with pytest.raises(armature.ExportError, match="creating the module Linear inside an exported function"):
+        armature.export(BuildsHead(), (torch.randn(3, 4),))

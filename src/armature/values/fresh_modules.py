@@ -195,8 +195,10 @@ def new_module(tx, mod, cls_value, args, kwargs, inner: list, what: str) -> Fres
     if getattr(ctx.graph, "is_sandbox", False):
         raise Unsupported(f"{what} while tracing speculatively")
     if getattr(ctx.graph.fake_mode, "export", False):
-        raise Unsupported(f"{what} in an exported function",
-                          hint="create modules outside and pass them in")
+        name = type(mod).__name__
+        raise Unsupported(f"creating the module {name} inside an exported function (an exported program "
+                          "has no Python to build it on every call with new random weights)",
+                          hint="create the module outside and export a module that holds it")
     if ctx.inference_enabled != ctx.initial_inference_enabled:
         raise Unsupported(f"{what} inside a torch.inference_mode block the trace entered")
     if _draws_random_numbers(ctx.graph):
