@@ -46,6 +46,14 @@ def linear_across_break(x, y):
     return lin(z + y), lin
 
 
+def shared_member_across_break(x, y):
+    lin = nn.Linear(4, 4)
+    seq = nn.Sequential(lin, nn.ReLU())
+    z = seq(x)
+    print(end="")
+    return seq[0] is lin, seq(z + y), lin(y), seq
+
+
 def random_after_construction(x, y):
     lin = nn.Linear(4, 4)
     return lin(x) + torch.randn(4)   # the generator where eager leaves it
@@ -109,6 +117,7 @@ CASES = [
     (linear_no_bias_float64, two),
     (linear_across_break, two),
     (random_after_construction, two),
+    (shared_member_across_break, two),
     (module_list_comprehension, two),
     (conv2d, image),
     (layer_norm, two),

@@ -99,7 +99,10 @@ class FreshModuleValue(ModuleValue):
         src = ModuleMemberSource(self.source, name, table)
         cached = tx.ctx.value_cache.get(id(obj))
         if cached is not None and cached[0] is obj:
-            return cached[1]
+            value = cached[1]
+            if value.source is not None and value.source != src:   # (as builder.wrap: the same object later too)
+                tx.ctx.guards.add(Guard(Kind.SAME_OBJECT, src, value.source))
+            return value
         if table == "_modules":
             if not isinstance(obj, torch.nn.Module) or type(obj).__module__.startswith("armature"):
                 return wrap(tx.ctx, obj, src)
@@ -115,6 +118,16 @@ class FreshModuleValue(ModuleValue):
             return wrap(tx.ctx, obj, src)
         tx.ctx.value_cache[id(obj)] = (obj, value)
         return value
+
+    def getattr(self, tx, name):
+        d = self.mod.__dict__
+        if made_in_frame(self.source) and name not in self.attrs and type(d.get(name)) in (int, float) \
+                and not hasattr(type(self.mod), name):
+            # (``in_features``: fixed by the constructor's constant arguments;
+            # never a symbol, which the guard function would have to read)
+            from .constant import ConstantValue
+            return ConstantValue(d[name])
+        return super().getattr(tx, name)
 
     def __repr__(self):
         return f"<module {type(self.mod).__name__} made in the frame ({self.source})>"
