@@ -104,10 +104,7 @@ ATTR_CASES = [
     mcase(f_hasattr, t(3, 4), graphs=1),
     mcase(f_submodule_config, t(3, 4), graphs=1),
     mcase(f_module_type_checks, t(3, 4), graphs=1),
-    mcase(f_instance_dict, t(3, 4), graphs=1, marks=pytest.mark.xfail(
-        strict=True, reason="armature: reading module.__dict__ in traced code is Unsupported "
-                            "(\"descriptor '__dict__'\"); this is also why register_buffer() in a frame "
-                            "cannot be traced")),
+    mcase(f_instance_dict, t(3, 4), graphs=1),
 ]
 
 

@@ -398,12 +398,10 @@ def test_script_module_fallback_keeps_graph_around_it():
 # what torch.compile captures in one graph and armature only via fallback
 # --------------------------------------------------------------------------
 
-_XF_SETATTR = pytest.mark.xfail(strict=True, reason="armature: a module's custom __setattr__ is not inlined "
-                                                    "(Unsupported under fullgraph)")
 @pytest.mark.parametrize("cls", [
     CustomGetattr,
     GetattrDelegates,
-    pytest.param(CustomSetattr, marks=_XF_SETATTR),
+    CustomSetattr,
     CustomCall,
     GeneratorParameters,
     GeneratorNamedParameters,

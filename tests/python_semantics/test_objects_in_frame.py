@@ -268,15 +268,12 @@ def test_linear_in_frame_faithful():
 
 
 @armature_only
-@xfail("the module made in the frame is handed to the resume function after the graph break and "
-       "guarded by identity there: a recompile per call (module creation lives in values/modules.py)")
 def test_linear_in_frame_no_recompile():
     counter = check_identity(linear_in_frame, two, calls=4, observe=_shapes_only)
     assert counter.frame_count <= 2
 
 
 @armature_only
-@xfail("nn.Sequential(...) made in the frame from modules made there is Unsupported (values/modules.py)")
 def test_sequential_in_frame():
     def seq(x, y):
         return nn.Sequential(nn.ReLU(), nn.Tanh())(x)
@@ -284,8 +281,6 @@ def test_sequential_in_frame():
 
 
 @armature_only
-@xfail("a module with parameters made in the frame is given to residual Python: "
-       "2 graphs where torch.compile has 1 (module creation lives in values/modules.py)")
 def test_linear_in_frame_graph_count():
     from python_semantics.identity_support import oracle_graphs
     from helpers import reset

@@ -217,14 +217,29 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
                     cache.dynamic_sources.add(ItemSource(LocalSource(name), i))
 
 
-def note_fresh_modules(resume, stack: list, locals_: dict) -> None:
+def note_fresh_modules(resume, stack: list, locals_: dict, new_module_slot: int | None = None) -> None:
     """Module containers the residual code rebuilds on every call (a slice
     of a ModuleList) are guarded by content in the resume function, not by
-    identity (values/modules.note_fresh_modules)."""
+    identity (values/modules.note_fresh_modules); so is the module the
+    native instruction builds (``new_module_slot``: its slot)."""
     from ..values.modules import note_fresh_modules as note
     from .resume import STACK_ARG
     named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
-    note(resume._fn.__code__, named + list(locals_.items()))
+    new = [STACK_ARG.format(new_module_slot)] if new_module_slot is not None else []
+    note(resume._fn.__code__, named + list(locals_.items()), new_names=new)
+
+
+def _constructs_module(inst, stack: list) -> bool:
+    """Whether the native instruction calls an nn.Module class (a module
+    built at a graph break: a new object on every call)."""
+    if inst.opname not in ("CALL", "CALL_KW"):
+        return False
+    from ..values.objects import ClassValue
+    pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
+    callee = stack[SPELLING.callee_is_first(stack, pos, NULL)]
+    cls = getattr(callee, "cls", None) if isinstance(callee, ClassValue) else None
+    import torch
+    return isinstance(cls, type) and issubclass(cls, torch.nn.Module)
 
 
 def _identifier_params(code) -> bool:
@@ -239,6 +254,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     inst = frame.instructions[frame.break_at]
     code = frame.code
     stack = list(frame.stack)
+    builds_module = _constructs_module(inst, stack)
     if inst.opname in ("CALL", "CALL_KW") and from_callee:
         pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
         pos = SPELLING.callee_is_first(stack, pos, NULL)
@@ -327,7 +343,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             out.instr("LOAD_FAST", prev_exc.name)
             out.instr("POP_EXCEPT")
 
-    def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None) -> None:
+    def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None,
+                  result_slot: int | None = None) -> None:
         if to_orig is not None:
             target_offset = to_orig[target_offset]
         target_offset = _through_jumps(base_code, target_offset)
@@ -339,7 +356,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e
         seed_dynamism(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
-        note_fresh_modules(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
+        note_fresh_modules(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names},
+                           new_module_slot=result_slot if builds_module else None)
         operands = [resume]
         for t, k in zip(slots, slot_kinds):
             if k == NULL_SLOT:
@@ -361,7 +379,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         leave_handled()
         extra = [NULL] if null_above else []
         tail_call(target_offset, bottom + saved + extra,
-                  bottom_kinds + [VALUE_SLOT] * n_real + [NULL_SLOT] * len(extra))
+                  bottom_kinds + [VALUE_SLOT] * n_real + [NULL_SLOT] * len(extra),
+                  result_slot=len(bottom) if n_real == 1 else None)
 
     # A handler covering the break (try/except/finally, with) must see what
     # the native instruction raises: the instruction runs under a handler of

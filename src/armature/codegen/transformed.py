@@ -27,7 +27,9 @@ def _arg_names(code: types.CodeType) -> list[str]:
 
 
 def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_sources: list[Source],
-                      body: Emitter) -> types.FunctionType:
+                      body: Emitter, setup: Emitter | None = None) -> types.FunctionType:
+    """``setup``: code run before the graph inputs are loaded (the modules
+    made in the frame are built there: values/fresh_modules.py)."""
     code = fn.__code__
     lineno = code.co_firstlineno
     bc = Bytecode()
@@ -49,6 +51,11 @@ def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_s
     pro = Emitter()
     pro.lineno = lineno
     pro.instr("RESUME", 0)
+    if setup is not None:
+        for ins in setup.instrs:
+            if isinstance(ins, Instr) and ins.lineno is None:
+                ins.lineno = lineno
+        pro.instrs.extend(setup.instrs)
     if compiled is not None:
         pro.instr("PUSH_NULL")
         pro.load_const(compiled)

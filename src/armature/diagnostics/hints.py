@@ -162,6 +162,11 @@ RULES = (
     _rule(r"_getframe|currentframe|looks at the frame", "frame introspection",
           "code that inspects its own frame (sys._getframe, inspect.currentframe, logging's caller lookup) "
           "runs as Python; log or inspect outside the compiled function"),
+    _rule(r"creating the module .* after random numbers were drawn", "modules made in the frame",
+          "its constructor draws random weights; built before the graph, as armature builds such modules, "
+          "they would come from other random numbers than eager's, so the constructor runs natively at a "
+          "graph break; build the module before drawing random numbers in the compiled function (or outside "
+          "it) to keep one graph"),
     _rule(r"creating an instance of|creating the module|creating \w+, (which|a namedtuple)|TypeError constructing",
           "objects",
           "constructing this class inside compiled code is not modelled yet; create the object outside "

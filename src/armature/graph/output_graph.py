@@ -115,6 +115,7 @@ class OutputGraph:
         sub.op_nodes = []
         sub.symbolic_inputs, sub.symbolic_contexts = [], []
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
+        sub.is_sandbox = True   # (no module is built for it: values/fresh_modules.py)
         return sub
 
     # --- inputs -------------------------------------------------------------

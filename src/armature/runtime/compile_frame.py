@@ -304,7 +304,8 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     guards = ctx.guards.as_list()
     guard_fn = build_guard_function(fn, guards)
     input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []
-    run = build_transformed(fn, compiled, input_sources, body)
+    from ..values.fresh_modules import emit_setup
+    run = build_transformed(fn, compiled, input_sources, body, setup=emit_setup(ctx))
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards of %s:\n  %s", fn.__qualname__,
                          "\n  ".join(g.describe() for g in sorted(guards, key=lambda g: g.kind)))

@@ -18,6 +18,18 @@ class GuardSet:
         self._by_key: dict[tuple, Guard] = {}
 
     def add(self, guard: Guard) -> None:
+        if _made_in_frame(guard.source):
+            # a module the transformed function builds itself
+            # (values/fresh_modules.py): true by construction, and out of
+            # the guard function's reach
+            return
+        if guard.kind is Kind.SAME_OBJECT and _made_in_frame(guard.expected):
+            return
+        if guard.kind is Kind.DISTINCT and any(_made_in_frame(s) for s in guard.expected):
+            kept = [s for s in guard.expected if not _made_in_frame(s)]
+            if len(kept) < 2:
+                return
+            guard = Guard(Kind.DISTINCT, None, kept)
         self._by_key.setdefault(guard.key(), guard)
 
     def __iter__(self):
@@ -28,6 +40,10 @@ class GuardSet:
 
     def as_list(self) -> list[Guard]:
         return list(self._by_key.values())
+
+
+def _made_in_frame(source) -> bool:
+    return source is not None and hasattr(source, "root") and getattr(source.root(), "made_in_frame", False)
 
 
 def torch_function_mode_guard(depth: int) -> Guard:

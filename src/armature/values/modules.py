@@ -34,6 +34,9 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
     if type(mod) is CompiledModule:
         return _wrap_compiled_module(ctx, mod, source)
     if source is not None and is_fresh_module_arg(ctx, source):
+        if source.name in _NEW_MODULE_ARGS.get(ctx.fn.__code__, ()):
+            from .fresh_modules import wrap_fresh_arg   # its parameters are new too
+            return wrap_fresh_arg(ctx, mod, source)
         _guard_fresh_module(ctx, mod, source)
         return ModuleValue(mod, source)
     if source is not None:
@@ -79,6 +82,10 @@ class ModuleValue(Value):
         self.mod = mod
         #: plain attributes written in this trace (DELETED marks a delete)
         self.attrs: dict = {}
+        #: for each name in ``attrs``: True when the write registered a
+        #: member (then the name is not in the instance dict)
+        self.write_kinds: dict = {}
+        self._dict_view = None
 
     def python_type(self):
         return type(self.mod)
@@ -106,6 +113,12 @@ class ModuleValue(Value):
         from ..effects import DELETED
         if name == "__class__":
             return wrap(tx.ctx, type(mod), None)
+        if name == "__dict__" and inspect.getattr_static(type(mod), "__dict__", None) is \
+                inspect.getattr_static(torch.nn.Module, "__dict__"):
+            if self._dict_view is None:
+                from .module_dict import ModuleDictView
+                self._dict_view = ModuleDictView(self)
+            return self._dict_view
         deleted = False
         if name in self.attrs:
             v = self.attrs[name]
@@ -175,9 +188,6 @@ class ModuleValue(Value):
         nn.Module.__setattr__'s registration logic (a parameter, buffer or
         submodule is registered, replaced or deleted)."""
         mod = self.mod
-        if type(mod).__setattr__ is not torch.nn.Module.__setattr__ or \
-                type(mod).__delattr__ is not torch.nn.Module.__delattr__:
-            raise Unsupported(f"custom __setattr__/__delattr__ of {type(mod).__name__}")
         cls_attr = inspect.getattr_static(type(mod), name, _MISSING)
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
             raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
@@ -194,22 +204,64 @@ class ModuleValue(Value):
             raise Unsupported(f"assigning {value} to the registered member {name!r} of {type(mod).__name__}")
         return registered or registers
 
+    def _custom(self, tx, dunder: str):
+        """The class's own ``__setattr__``/``__delattr__`` (a Python
+        function: inlined), or None for nn.Module's."""
+        raw = inspect.getattr_static(type(self.mod), dunder)
+        if raw is getattr(torch.nn.Module, dunder):
+            return None
+        if not isinstance(raw, types.FunctionType):
+            raise Unsupported(f"the C {dunder} of {type(self.mod).__name__}")
+        from .objects import find_class_attr, wrap_class_attr
+        raw, owner = find_class_attr(type(self.mod), dunder)
+        return wrap_class_attr(tx, type(self.mod), dunder, raw, owner)
+
     def setattr(self, tx, name, value):
+        custom = self._custom(tx, "__setattr__")
+        if custom is not None:
+            custom.call(tx, [self, ConstantValue(name), value], {})
+            return
+        self.standard_setattr(tx, name, value)
+
+    def standard_setattr(self, tx, name, value):
+        """``nn.Module.__setattr__`` itself (also what ``super().__setattr__`` reaches)."""
         from ..effects import AttrStore
         from .base import realize
         value = realize(tx.ctx, value)  # nn.Module.__setattr__ depends on what it is
         structural = self._structural(tx, name, value)
         self.attrs[name] = value
+        self.write_kinds[name] = structural
         if structural:  # replayed through nn.Module.__setattr__, which registers it
             self.structure_changed = True
         tx.ctx.effects.record(AttrStore(self, name, value, via_module=structural))
 
+    def store_in_dict(self, tx, name, value):
+        """``mod.__dict__[name] = value``: no registration; the instance
+        dict wins over ``nn.Module.__getattr__`` when the name is read."""
+        from ..effects import AttrStore
+        if self.source is None:
+            raise Unsupported("writing the __dict__ of a module without a source")
+        cls_attr = inspect.getattr_static(type(self.mod), name, _MISSING)
+        if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
+            raise Unsupported(f"writing {type(self.mod).__name__}.__dict__[{name!r}] under a descriptor")
+        self.attrs[name] = value
+        self.write_kinds[name] = False
+        tx.ctx.effects.record(AttrStore(self, name, value, via_dict=True))
+
     def delattr(self, tx, name):
+        custom = self._custom(tx, "__delattr__")
+        if custom is not None:
+            custom.call(tx, [self, ConstantValue(name)], {})
+            return
+        self.standard_delattr(tx, name)
+
+    def standard_delattr(self, tx, name):
         from ..effects import DELETED, AttrDelete
         structural = self._structural(tx, name, None)
         if name not in self.attrs and name not in self.mod.__dict__ and not structural:
             raise user_error(AttributeError, name)
         self.attrs[name] = DELETED
+        self.write_kinds[name] = structural
         if structural:
             self.structure_changed = True
         tx.ctx.effects.record(AttrDelete(self, name, via_module=structural))
@@ -461,29 +513,33 @@ def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
     """``nn.ReLU()`` inside the frame (DistilBERT's classification head calls
     ``nn.ReLU()(pooled_output)`` in forward).
 
-    Supported for torch.nn's own classes built from constants into a module
-    without parameters or buffers: their constructors are deterministic and
-    touch nothing outside the new object (no RNG, no global state), so the
-    module is built for real while tracing and read like any module (its
-    forward inlined); if it escapes the frame (returned, stored), the residual
-    code builds a fresh one with the same arguments, as eager does on every
-    call.  Writes to its attributes are not modelled (a graph break)."""
+    Supported for torch.nn's own classes built from constants (and from
+    modules made in the frame).  A module without parameters or buffers:
+    its constructor is deterministic and touches nothing outside the new
+    object (no RNG, no global state), so the module is built for real while
+    tracing and read like any module (its forward inlined); if it escapes
+    the frame (returned, stored), the residual code builds a fresh one with
+    the same arguments, as eager does on every call.  Writes to its
+    attributes are not modelled (a graph break).  A module with parameters
+    or buffers, or one holding modules made in the frame, is built on every
+    call by the transformed function's setup (values/fresh_modules.py)."""
     from .base import concrete
     cls = cls_value.cls
     what = f"creating the module {cls.__qualname__} inside a compiled function"
     hint = "create modules outside and pass them in"
     if type(cls) is not type or not cls.__module__.startswith("torch.nn."):
         raise Unsupported(what, hint=hint + " (modules created in the frame: torch.nn's own classes only)")
+    from . import fresh_modules
     args = [concrete(tx, a) for a in args]
     kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
-    if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
-        raise Unsupported(f"{what} from values not known while tracing", hint=hint)
+    real_args, real_kwargs, inner = fresh_modules.template_args(tx, args, kwargs, what)
     try:
-        mod = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        mod = fresh_modules.build_template(cls, real_args, real_kwargs)
     except Exception as e:  # noqa: BLE001  (eager raises it: the break runs the call natively)
         raise Unsupported(f"{what}: {type(e).__name__}: {e}")
-    if next(mod.parameters(), None) is not None or next(mod.buffers(), None) is not None:
-        raise Unsupported(f"{what} (it has parameters or buffers)", hint=hint)
+    if inner or next(mod.parameters(), None) is not None or next(mod.buffers(), None) is not None:
+        # built by the transformed function's setup on every call (values/fresh_modules.py)
+        return fresh_modules.new_module(tx, mod, cls_value, args, kwargs, inner, what)
     return NewModuleValue(mod, cls_value, args, kwargs)
 
 
@@ -502,6 +558,9 @@ class NewModuleValue(ModuleValue):
         self.cls_value, self.args, self.kwargs = cls_value, args, kwargs
 
     def reconstruct(self, out):
+        if self.source is not None:   # built by the setup (it went into a module made there)
+            self.source.emit(out)
+            return
         out.instr("PUSH_NULL")
         out.load_const(_construct)
         out.reconstruct(self.cls_value)
@@ -616,9 +675,12 @@ class _MemberIterMethod(Value):
             raise Unsupported(f"Module.{self.name}() raised {type(e).__name__}: {e}")
         owners = {id(m): p for p, m in torch.nn.Module.named_modules(mod, remove_duplicate=False)}
         out = []
+        from .fresh_modules import FreshModuleValue, member_of
         for item in items:
             name, obj = item if isinstance(item, tuple) else (None, item)
-            if isinstance(obj, torch.nn.Module):
+            if isinstance(owner, FreshModuleValue):   # its members are new objects on every call
+                v = member_of(tx, owner, obj)
+            elif isinstance(obj, torch.nn.Module):
                 src = paths[owners[id(obj)]] if id(obj) in owners else None
                 v = wrap(tx.ctx, obj, src)
             else:
@@ -697,23 +759,33 @@ def _is_data_descriptor(obj) -> bool:
 #: container rebuilt by the residual code on every call (a slice of a
 #: ModuleList, a module created in the frame)
 _FRESH_MODULE_ARGS: dict = {}
+#: the subset of those whose members are made afresh too (a module with
+#: parameters built in the frame, values/fresh_modules.py)
+_NEW_MODULE_ARGS: dict = {}
 
 
-def note_fresh_modules(resume_code, named_values) -> None:
+def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
     """Called at a graph break for the values handed to a resume function:
     remember which arguments are modules the residual code makes anew on
     every call.  An identity guard on them would fail on every call (a
     recompile per call until the limit); they are guarded by type, keys and
     members instead (:func:`_guard_fresh_module`)."""
     from .base import LazyValue
-    fresh = set()
+    from .fresh_modules import FreshModuleValue
+    fresh, new = set(), set(new_names)   # (new_names: modules built natively at the break)
     for name, v in named_values:
         if type(v) is LazyValue:
             v = v._realized
-        if isinstance(v, (ModuleSliceValue, NewModuleValue)):
+        if isinstance(v, ModuleSliceValue) and isinstance(v.parent, FreshModuleValue):
+            new.add(name)
+        elif isinstance(v, FreshModuleValue):
+            new.add(name)
+        elif isinstance(v, (ModuleSliceValue, NewModuleValue)):
             fresh.add(name)
-    if fresh:
-        _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh)
+    if new:
+        _NEW_MODULE_ARGS.setdefault(resume_code, set()).update(new)
+    if fresh or new:
+        _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh | new)
 
 
 def is_fresh_module_arg(ctx, source) -> bool:
@@ -808,3 +880,25 @@ class _CompiledForward(Value):
 
     def call(self, tx, args, kwargs):
         return self.owner.inner.call(tx, args, kwargs)
+
+
+class ModuleStandardWrite(Value):
+    """``super().__setattr__`` / ``super().__delattr__`` reaching
+    nn.Module's own (from a module class's custom one, inlined)."""
+
+    def __init__(self, module: ModuleValue, name: str):
+        super().__init__()
+        self.module, self.name = module, name
+
+    def call(self, tx, args, kwargs):
+        from .base import concrete
+        if kwargs or len(args) != (2 if self.name == "__setattr__" else 1):
+            raise user_error(TypeError, f"{self.name}() takes the wrong number of arguments")
+        key = concrete(tx, args[0])
+        if not (key.is_python_constant() and type(key.as_python_constant()) is str):
+            raise Unsupported(f"nn.Module.{self.name} with a name that is not a constant string")
+        if self.name == "__setattr__":
+            self.module.standard_setattr(tx, key.as_python_constant(), args[1])
+        else:
+            self.module.standard_delattr(tx, key.as_python_constant())
+        return ConstantValue(None)

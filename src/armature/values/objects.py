@@ -857,6 +857,9 @@ class SuperValue(Value):
                     from .modules import _MEMBER_METHODS, _MemberIterMethod
                     if name == "__call__":
                         return _ModuleStandardCall(self.obj)
+                    if name in ("__setattr__", "__delattr__"):
+                        from .modules import ModuleStandardWrite
+                        return ModuleStandardWrite(self.obj, name)
                     if name in _MEMBER_METHODS:
                         return _MemberIterMethod(self.obj, name)
                 if raw is object.__setattr__ and isinstance(self.obj, ObjectValue):
