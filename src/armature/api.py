@@ -338,10 +338,29 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             cache.dynamic_sources.add(LengthSource(g.source))
         # a parameter/buffer object replaced between calls (``self.buf = ...``):
         # from now on it is a graph input instead of a graph attribute
-        from .guards.sources import ModuleMemberSource
+        from .guards.sources import LocalSource, ModuleMemberSource
         if g.kind is Kind.ID_MATCH and isinstance(g.source, ModuleMemberSource) and \
                 g.source.table in ("_parameters", "_buffers"):
             cache.dynamic_sources.add(g.source)
+        # automatic generic modules: an argument that is another instance of
+        # the same module class where the entry saw one object (a module made per call, each
+        # layer of a model handed to one function): from now on that source
+        # is guarded by type and structure and its parameters are graph
+        # inputs, so one entry serves every instance (values/modules.py)
+        if g.kind is Kind.ID_MATCH and isinstance(g.expected, torch.nn.Module) and isinstance(g.source, LocalSource):
+            from .guards.build import read_source
+            now = read_source(f, g.source, args, kwargs)
+            if now is not g.expected and type(now) is type(g.expected):
+                cache.dynamic_sources.add(g.source)
+        # likewise a function without closure made anew on every call (a
+        # lambda made by the caller): from now on guarded by its code, its
+        # defaults read through it where used (values/builder.py)
+        if g.kind is Kind.ID_MATCH and type(g.expected) is types.FunctionType and isinstance(g.source, LocalSource):
+            from .guards.build import read_source
+            now = read_source(f, g.source, args, kwargs)
+            if type(now) is types.FunctionType and now is not g.expected and now.__code__ is g.expected.__code__ \
+                    and now.__closure__ is None:   # (cells are shared with the frames that made them)
+                cache.dynamic_sources.add(g.source)
 
 
 def _whitelist_hint(cache, mode) -> str:

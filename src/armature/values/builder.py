@@ -144,8 +144,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             torch_function.state(ctx).used = True
         from ..guards.sources import ModuleMemberSource
         from ..graph.dynamic import whitelisted
+        from . import modules
         if not subclass and isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
+                and not modules.is_generic_module_source(ctx, source) \
                 and (source in ctx.policy.static_sources or not whitelisted(source)[0]):
             _guard(ctx, Kind.ID_MATCH, source, obj)
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
@@ -253,6 +255,15 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj is autograd_function.APPLY:
         return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
+        if source is not None and source in ctx.dynamic_sources and not torch_ops.is_graph_function(obj):
+            # a function made anew on every call (api's automatic-generic
+            # bookkeeping): what a call of it depends on is its code and
+            # globals; closure cells and defaults are read through it
+            from ..guards.sources import AttrSource
+            _guard(ctx, Kind.TYPE_MATCH, source, t)
+            _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__code__"), obj.__code__)
+            _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__globals__"), obj.__globals__)
+            return functions.UserFunctionValue(obj, source)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):
             return torch_ops.TorchFunctionValue(obj, source)

@@ -161,6 +161,12 @@ def make_key(v: Value, tx=None) -> Any:
     if getattr(t, "__hash__", None) is None:
         raise user_error(TypeError, f"unhashable type: '{t.__name__}'")
     if _identity_hashed(t) and _one_value_per_object(v):
+        from .modules import ModuleValue, is_generic_module_source
+        if isinstance(v, ModuleValue) and v.source is not None and tx is not None \
+                and is_generic_module_source(tx.ctx, v.source):
+            # guarded by type only: which dict entry it matches is not known
+            raise Unsupported("a module passed in as any instance of its class used as a dict or set key",
+                              hint="the lookup runs as Python (a graph break)")
         return ValueKey(v, _Identity(v))
     from .objects import ObjectValue
     if isinstance(v, ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),

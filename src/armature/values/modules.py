@@ -40,7 +40,7 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
         _guard_fresh_module(ctx, mod, source)
         return ModuleValue(mod, source)
     if source is not None:
-        if ctx.config.module_parameters == "attributes":
+        if ctx.config.module_parameters == "attributes" and not is_generic_module_source(ctx, source):
             ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
         else:
             ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
@@ -786,6 +786,21 @@ def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
         _NEW_MODULE_ARGS.setdefault(resume_code, set()).update(new)
     if fresh or new:
         _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh | new)
+
+
+def is_generic_module_source(ctx, source) -> bool:
+    """Whether ``source`` is, or is reached through, a module the cache saw
+    as different instances of one class between calls (api's automatic
+    generic modules): guarded by type, its parameters graph inputs."""
+    dyn = ctx.dynamic_sources
+    if not dyn:
+        return False
+    s = source
+    while s is not None:
+        if s in dyn and not (isinstance(s, ModuleMemberSource) and s.table in ("_parameters", "_buffers")):
+            return True
+        s = getattr(s, "base", None)
+    return False
 
 
 def is_fresh_module_arg(ctx, source) -> bool:

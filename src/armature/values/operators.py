@@ -11,6 +11,7 @@ from typing import Callable
 import torch
 
 from ..diagnostics.errors import Unsupported, user_error
+from ..guards.guard import Guard, Kind
 from .base import Value, concrete, realize
 from .constant import INPLACE_TO_BINARY, ConstantValue
 from .containers import DictValue, ListValue, TupleValue, _Sequence, is_constant_tree
@@ -289,6 +290,16 @@ def is_same(tx, a: Value, b: Value) -> bool:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b:
         return True
+    from .modules import ModuleValue, is_generic_module_source
+    if any(isinstance(v, ModuleValue) and v.source is not None and is_generic_module_source(tx.ctx, v.source)
+           for v in (a, b)):
+        # a module guarded by type only (one entry for every instance): that
+        # it is not the other object must be guarded
+        if a.source is None or b.source is None:
+            raise Unsupported("`is` between a module passed in as any instance of its class and an object "
+                              "made in the frame")
+        tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
+        return False
     from .objects import InstanceDictValue
     for x, y in ((a, b), (b, a)):
         if isinstance(x, InstanceDictValue):
