@@ -27,7 +27,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOT_TRACED = {
     "CHECK_EG_MATCH": "except* (exception groups)",
     "PREP_RERAISE_STAR": "except* (3.11; 3.12+: CALL_INTRINSIC_2, which refuses it)",
-    "LOAD_BUILD_CLASS": "a class statement inside a function",
 }
 
 

@@ -2007,7 +2007,8 @@ def class_stmt_in_frame(x):
 
 
 def test_class_statement_inside_frame_break():
-    # LOAD_BUILD_CLASS not modelled: runs as plain Python
+    # a class made in the frame live at a break: the frame runs as plain
+    # Python (a resume function would guard the per-call class by identity)
     diff(class_stmt_in_frame, lambda: (X.clone(),), allow_fallback=True)
 
 

@@ -821,7 +821,6 @@ def obj_case(fn, make_args, id=None, marks=(), **opts):
 
 
 OBJ_SETATTR = xfail("object.__setattr__(self, name, v) inside a custom __setattr__ is Unsupported")
-NO_CLASSDEF = xfail("class statement inside the frame (LOAD_BUILD_CLASS) is not modelled")
 
 OBJECT_CASES = [
     # lookup order
@@ -870,8 +869,8 @@ OBJECT_CASES = [
     obj_case(passed_in_list_of_objects, lambda: ([TensorBox(_x()), TensorBox(_y())], 3), graphs=1),
     obj_case(isinstance_user, lambda: (_x(),), graphs=1),
     obj_case(object_identity_checks, lambda: (_x(),), graphs=1),
-    obj_case(class_in_frame, lambda: (_x(),), graphs=1, marks=NO_CLASSDEF),
-    obj_case(class_in_frame_with_base, lambda: (_x(),), graphs=1, marks=NO_CLASSDEF),
+    obj_case(class_in_frame, lambda: (_x(),), graphs=1),
+    obj_case(class_in_frame_with_base, lambda: (_x(),), graphs=1),
     # super
     obj_case(super_init_and_method, lambda: (_x(),), graphs=1),
     obj_case(super_with_arguments, lambda: (_x(),), graphs=1),

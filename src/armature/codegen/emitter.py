@@ -176,6 +176,7 @@ def _has_identity(value: Value) -> bool:
     """Values whose reconstruction creates a new mutable object."""
     if value.source is not None:
         return False
+    from ..values.class_def import DecoratedFunctionValue, MadeClassValue
     from ..values.containers import DictValue, IteratorValue, ListValue
     from ..values.exceptions import ExceptionValue
     from ..values.functions import CellValue, NestedFunctionValue
@@ -183,4 +184,5 @@ def _has_identity(value: Value) -> bool:
     from ..values.objects import ObjectValue
     from ..values.stdlib.itertools import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
-                              IteratorValue, LazyIterator, NewModuleValue))
+                              IteratorValue, LazyIterator, NewModuleValue, MadeClassValue,
+                              DecoratedFunctionValue))

@@ -657,9 +657,14 @@ class ObjectValue(Value):
     def _rebuild_prefix(self, out, helper, names) -> None:
         """``helper(cls, names, (attribute values...), ...``: the start of
         every rebuild call (the caller pushes its own further operands)."""
+        from .class_def import made_class_value
         out.instr("PUSH_NULL")
         out.load_const(helper)
-        out.load_const(self.cls)
+        made = made_class_value(self.cls)
+        if made is not None:   # a class made in the frame: rebuilt per call, as eager makes it
+            out.reconstruct(made)
+        else:
+            out.load_const(self.cls)
         out.load_const(tuple(names))
         for k in names:
             out.reconstruct(self.attrs[k])

@@ -312,7 +312,6 @@ def _cell(f, name):
 
 
 @opcode("LOAD_DEREF")
-@opcode("LOAD_CLASSDEREF", until=(3, 11))
 def load_deref(f, inst):
     name = inst.argval
     try:

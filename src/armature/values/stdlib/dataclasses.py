@@ -171,6 +171,18 @@ def _is_builtin_class(v: Value, cls: type) -> bool:
     return v.is_python_constant() and v.as_python_constant() is cls
 
 
+def _dataclass(tx, cls=None, **kwargs):
+    """``@dataclasses.dataclass`` (with or without arguments) on a class made
+    by a class statement in the frame (values/class_def.py)."""
+    from ..class_def import decorate_made_class
+    from .common import _StdCallable
+    if cls is None or isinstance(cls, ConstantValue) and cls.value is None:
+        return _StdCallable(lambda tx_, c: decorate_made_class(tx_, dataclasses.dataclass, c, kwargs),
+                            "dataclasses.dataclass(...)")
+    return decorate_made_class(tx, dataclasses.dataclass, cls, kwargs)
+
+
+_std_function(dataclasses.dataclass, _dataclass)
 _std_function(dataclasses.fields, _fields)
 _std_function(dataclasses.is_dataclass, _is_dataclass)
 _std_function(dataclasses.replace, _replace)
