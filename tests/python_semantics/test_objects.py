@@ -820,7 +820,6 @@ def obj_case(fn, make_args, id=None, marks=(), **opts):
     return pytest.param(fn, make_args, opts, id=id or fn.__name__, marks=marks)
 
 
-OBJ_SETATTR = xfail("object.__setattr__(self, name, v) inside a custom __setattr__ is Unsupported")
 
 OBJECT_CASES = [
     # lookup order
@@ -854,7 +853,7 @@ OBJECT_CASES = [
     obj_case(dunder_mul_rmul_neg, lambda: (_x(),), graphs=1),
     obj_case(dunder_not_implemented_fallback, lambda: (_x(),), graphs=1),
     obj_case(dunder_container_protocol, lambda: (_x(),), graphs=1),
-    obj_case(dunder_eq_and_sorting, lambda: (_x(),), graphs=1, marks=xfail("sorted() of user objects (__lt__) is Unsupported")),
+    obj_case(dunder_eq_and_sorting, lambda: (_x(),), graphs=1),
     obj_case(dunder_call, lambda: (_x(),), graphs=1),
     obj_case(dunder_iter_class, lambda: (_x(),), graphs=1),
     obj_case(dunder_hash_dict_key, lambda: (_x(),), graphs=1),
@@ -877,8 +876,8 @@ OBJECT_CASES = [
     obj_case(super_skipping_class, lambda: (_x(),), graphs=1),
     obj_case(super_in_mro_chain, lambda: (_x(),), graphs=1),
     # more attribute semantics
-    obj_case(custom_setattr_passed_in, lambda: (Logged(), _x()), graphs=1, marks=OBJ_SETATTR),
-    obj_case(custom_setattr_new_object, lambda: (_x(),), graphs=1, marks=OBJ_SETATTR),
+    obj_case(custom_setattr_passed_in, lambda: (Logged(), _x()), graphs=1),
+    obj_case(custom_setattr_new_object, lambda: (_x(),), graphs=1),
     obj_case(instance_dict_access, lambda: (TensorBox(_x()), _y()), graphs=1),
     obj_case(
         instance_dict_iterate,

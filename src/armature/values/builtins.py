@@ -480,9 +480,29 @@ def sorted_values(tx, items, key, reverse: bool):
     keys = [key.call(tx, [v], {}) if key is not None and not (key.is_python_constant() and key.as_python_constant() is None)
             else v for v in items]
     if not _all_const(*keys):
-        raise Unsupported("sorted() with keys that are not constants")
+        return [items[i] for i in _traced_sort_order(tx, keys, reverse)]
     order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=reverse)
     return [items[i] for i in order]
+
+
+def _traced_sort_order(tx, keys, reverse: bool) -> list[int]:
+    """The order CPython's sort gives ``keys`` (Values: user objects with
+    ``__lt__``...), found by running the real sort on stand-ins whose ``<``
+    is the traced comparison: the same comparisons, in the same order (user
+    ``__lt__`` side effects included), as eager."""
+    import operator as _op
+    from .operators import compare_op
+
+    class _Key:
+        __slots__ = ("i",)
+
+        def __init__(self, i):
+            self.i = i
+
+        def __lt__(self, other):
+            return compare_op(tx, _op.lt, keys[self.i], keys[other.i]).truth(tx)
+
+    return [k.i for k in sorted((_Key(i) for i in range(len(keys))), reverse=reverse)]
 
 
 @rule(map)

@@ -97,6 +97,9 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             desc = wrap_class_attr(tx, cls, name, raw, owner)
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
+        kind = _GENERIC_SLOTS.get(raw) if raw in _GENERIC_SLOTS else None
+        if kind is not None and instance is None:
+            return _ObjectSlot(kind)   # ``object.__setattr__(self, name, v)`` in a custom __setattr__
         if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
             fv = _wrap_func(tx, raw)
             return fv if instance is None else BoundMethodValue(fv, instance)
@@ -929,6 +932,38 @@ class _BoundGeneric(Value):
         else:
             self.obj.generic_delattr(tx, name)
         return ConstantValue(None)
+
+
+# (not object.__getattribute__: _BoundGeneric's "get" falls back to __getattr__, which it must not)
+_GENERIC_SLOTS = {object.__setattr__: "set", object.__delattr__: "del"}
+
+
+class _ObjectSlot(Value):
+    """``object.__setattr__`` / ``__getattribute__`` / ``__delattr__`` read from
+    the class: called on a user object, the generic attribute protocol
+    (what a custom ``__setattr__`` calls to store for real)."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind = kind
+
+    def python_type(self):
+        return types.WrapperDescriptorType
+
+    def call(self, tx, args, kwargs):
+        n = 3 if self.kind == "set" else 2
+        if kwargs or len(args) != n:
+            raise user_error(TypeError, f"expected {n} arguments, got {len(args)}")
+        obj, name = args[0], args[1]
+        if not isinstance(obj, ObjectValue) or not name.is_python_constant():
+            raise Unsupported(f"object.__{self.kind}attr__ on {obj}")
+        if type(name.as_python_constant()) is not str:
+            raise user_error(TypeError, f"attribute name must be string, not "
+                                        f"'{type(name.as_python_constant()).__name__}'")
+        return _BoundGeneric(obj, self.kind).call(tx, args[1:], {})
+
+    def reconstruct(self, out):
+        out.load_const({v: k for k, v in _GENERIC_SLOTS.items()}[self.kind])
 
 
 def wrap_object(ctx, obj, source):
