@@ -542,7 +542,6 @@ def assert_in_helper(x):
 # --------------------------------------------------------------------------
 
 X = t(4)
-USER_EXC_INIT = xfail("creating a user exception class that defines __init__ (or with keyword arguments) is Unsupported")
 
 CASES = [
     case(raise_and_catch, X),
@@ -562,10 +561,10 @@ CASES = [
     case(finally_return_swallows_exception, X),
     case(nested_try, X),
     case(nested_try_reraise, X),
-    case(exception_as_variable, X, graphs=0, marks=USER_EXC_INIT),
+    case(exception_as_variable, X, graphs=0),
     case(exception_variable_unbound_after, X),
     case(except_tuple_of_types, X, graphs=0),
-    case(except_hierarchy_order, X, marks=USER_EXC_INIT),
+    case(except_hierarchy_order, X),
     case(except_base_catches_subclass, X),
     case(raise_from_chaining, X, graphs=0),
     case(raise_class_not_instance, X),

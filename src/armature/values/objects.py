@@ -97,6 +97,10 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             desc = wrap_class_attr(tx, cls, name, raw, owner)
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
+        if name == "__init__" and owner.__module__ == "builtins" and issubclass(owner, BaseException):
+            from .exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
+            if owner in _GENERIC_INIT and (instance is None or isinstance(instance, ExceptionValue)):
+                return BuiltinExceptionInit(owner, instance)
         kind = _GENERIC_SLOTS.get(raw) if raw in _GENERIC_SLOTS else None
         if kind is not None and instance is None:
             return _ObjectSlot(kind)   # ``object.__setattr__(self, name, v)`` in a custom __setattr__
