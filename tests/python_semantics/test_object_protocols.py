@@ -11,6 +11,8 @@ import copy
 import pytest
 import torch
 
+import armature
+
 from helpers import dynamo_graph_count
 from python_semantics.support import assert_same_objects
 
@@ -205,3 +207,117 @@ def test_graph_counts_match_torch_compile(fn, make_args):
     counter = CountingBackend("eager")
     compile_fn(fn, backend=counter, fullgraph=True)(*make_args())
     assert counter.frame_count == dynamo_graph_count(fn, *make_args())
+
+
+# --- sets of objects hashed by identity -------------------------------------
+# Their order follows addresses, so eager and compiled runs are compared on
+# the *same* set (fresh sets on every call: the order changes between calls).
+
+
+class Named:
+    def __init__(self, name):
+        self.name = name
+
+
+def iterate_set_of_tensors(s, x):
+    return [t * x for t in s], len(s)
+
+
+def iterate_set_of_objects(s, x):
+    return [o.name * x for o in s]
+
+
+def iterate_set_made_in_frame(a, b, c):
+    s = {a, b, c}
+    return [t + 1 for t in s]
+
+
+def iterate_set_after_add(s, x):
+    s.add(x)
+    return [t + 1 for t in s]
+
+
+def _run_on_same_inputs(fn, make_args, fullgraph):
+    from helpers import CountingBackend, assert_equal, compile_fn
+    counter = CountingBackend("eager")
+    compiled = compile_fn(fn, backend=counter, fullgraph=fullgraph)
+    for call in range(3):
+        args = make_args()
+        expected = fn(*[set(a) if isinstance(a, set) else a for a in args])
+        got = compiled(*[set(a) if isinstance(a, set) else a for a in args])
+        assert_equal(expected, got, f"call #{call}")
+    return counter
+
+
+def _tensors(n=4):
+    return {torch.randn(3) for _ in range(n)}
+
+
+def test_iterate_passed_in_set_of_tensors_in_its_order():
+    # (set(a) copies keep the order of a here: same table size, copied slot by slot)
+    counter = _run_on_same_inputs(iterate_set_of_tensors, lambda: (_tensors(), torch.ones(3)), fullgraph=True)
+    assert counter.frame_count == 1
+
+
+def test_iterate_passed_in_set_of_objects_in_its_order():
+    # (objects holding tensors: one graph for every set of six; constants
+    # read from them would be guarded per position, i.e. per order)
+    counter = _run_on_same_inputs(iterate_set_of_objects,
+                                  lambda: ({Named(torch.randn(2)) for _ in range(6)}, torch.ones(2)), fullgraph=True)
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("fn,make_args", [
+    pytest.param(iterate_set_made_in_frame, lambda: (torch.ones(2), torch.zeros(2), torch.full((2,), 2.0)),
+                 id="made_in_frame"),
+    pytest.param(iterate_set_after_add, lambda: (_tensors(), torch.ones(3)), id="after_add"),
+])
+def test_set_in_an_unknown_order_is_iterated_natively(fn, make_args):
+    # the order is only known at run time: never guessed (a break or Python)
+    _run_on_same_inputs(fn, make_args, fullgraph=False)
+    with pytest.raises(armature.Unsupported, match="hashed by identity"):
+        armature.compile(fn, fullgraph=True)(*make_args())
+
+
+def set_ops_then_returned(a, b, c, d):
+    s = {a, b}
+    s.add(c)
+    s.discard(a)
+    t = s | {d, a}
+    t -= {b}
+    u = frozenset([d, c, b]) & t
+    return s, t, u
+
+
+def set_passed_in_mutated(s, x, y):
+    s.add(x)
+    s.discard(y)
+    s |= {y}
+    return len(s)
+
+
+def _assert_same_order(expected, got):
+    # the same members, in the same iteration order (same objects: identity)
+    assert type(got) is type(expected)
+    assert [id(v) for v in got] == [id(v) for v in expected], "set order differs from eager"
+
+
+def test_sets_of_objects_made_in_the_frame_keep_eagers_order():
+    from helpers import CountingBackend, compile_fn
+    counter = CountingBackend("eager")
+    compiled = compile_fn(set_ops_then_returned, backend=counter, fullgraph=True)
+    for _ in range(5):
+        objs = [torch.randn(1) for _ in range(4)]
+        for e, g in zip(set_ops_then_returned(*objs), compiled(*objs)):
+            _assert_same_order(e, g)
+
+
+def test_set_passed_in_and_mutated_keeps_eagers_order():
+    from helpers import compile_fn
+    compiled = compile_fn(set_passed_in_mutated, fullgraph=True)
+    for _ in range(5):
+        base = [Named(i) for i in range(9)]
+        x, y = Named(10), base[3]
+        s1, s2 = set(base), set(base)
+        assert set_passed_in_mutated(s1, x, y) == compiled(s2, x, y)
+        _assert_same_order(s1, s2)

@@ -45,9 +45,15 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
         elif isinstance(rec, fx.ContainerMutated):
             c = rec.container
             target = _materialize_source(out, c)
-            from ..values.containers import DictValue, SetValue
+            from ..values.containers import DictValue, SetValue, _address_ordered
             from ..values.keys import has_value_keys
-            if isinstance(c, SetValue):
+            if isinstance(c, SetValue) and c.recipe is not None and c.recipe.start[0] == "real" \
+                    and any(_address_ordered(k) for k in c.recipe.start[2] | c.items):
+                # objects hashed by identity: eager's operations, in order, on the real set
+                from ..values import set_order
+                vals, steps = set_order.emit_steps_operand(out, c)
+                plans.append((set_order.replay_into, (target, vals, steps)))
+            elif isinstance(c, SetValue):
                 plans.append((replay.replace_set, (target, _keys_operand(out, c.items))))
             elif isinstance(c, DictValue):
                 keys = _keys_operand(out, c.items) if has_value_keys(c.items) else tuple(c.items)

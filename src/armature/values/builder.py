@@ -214,8 +214,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t in (set, frozenset) and source is not None:
-        from .keys import wrap_by_position   # elements that are objects (tensors, modules...)
-        return containers.SetValue(wrap_by_position(ctx, obj, source), source=source, cls=t)
+        from .keys import set_keys_in_order, wrap_by_position   # elements that are objects (tensors, modules...)
+        value = containers.SetValue(wrap_by_position(ctx, obj, source), source=source, cls=t)
+        value.real_order = set_keys_in_order(ctx, obj, source)
+        return value
     if t in (slice, range):
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)

@@ -293,12 +293,14 @@ def _tuple(tx, iterable=None):
 @rule(set)
 def _set(tx, iterable=None):
     from .containers import SetValue, _key
+    from . import set_order
     s = SetValue(set())
     if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
         s.items = set(iterable.items)
+        s.recipe = set_order.derived(("new_from", set_order.snapshot(tx, iterable)))
     elif iterable is not None:
         for v in tx.iterate(iterable):
-            s.items.add(_key(v, tx))
+            s.add_key(_key(v, tx))
     return s
 
 
@@ -306,11 +308,17 @@ def _set(tx, iterable=None):
 def _frozenset(tx, iterable=None):
     from .containers import SetValue, _key
     from .keys import has_value_keys
+    from . import set_order
+    snap = None if iterable is None else set_order.snapshot(tx, iterable)
     if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
         keys = frozenset(iterable.items)
     else:
         keys = frozenset() if iterable is None else frozenset(_key(v, tx) for v in tx.iterate(iterable))
-    return SetValue(keys, cls=frozenset) if has_value_keys(keys) else ConstantValue(keys)
+    if not has_value_keys(keys):
+        return ConstantValue(keys)
+    out = SetValue(keys, cls=frozenset)
+    out.recipe = set_order.derived(("new_from", snap))
+    return out
 
 
 @rule(dict)

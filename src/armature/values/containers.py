@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
+from . import set_order
 from .base import Value, realize
 from .constant import ConstantValue
 from .keys import ValueKey, emit_key, has_value_keys, key_value, make_key
@@ -570,14 +571,26 @@ class SetValue(Value):
     ``items`` is a real set of keys (keys.py) kept in step with the traced
     operations (same insertions and removals in the same order), so
     iteration order is CPython's -- except for objects hashed by identity,
-    whose order depends on their addresses: such a set is not iterated
-    while tracing (membership, len, the set algebra and rebuilding it are
-    fine)."""
+    whose order depends on their addresses: such a set is iterated only in
+    the order of the real set it stands for (``real_order``: a set from
+    outside the frame that the frame has not changed), otherwise not while
+    tracing (membership, len, the set algebra and rebuilding it are fine)."""
 
     def __init__(self, items: set, source=None, cls: type = set):
         super().__init__(source)
         self.items = set(items)
         self.cls = cls
+        #: the keys in the real set's iteration order, while the frame has
+        #: not mutated it (builder: a set passed in holding objects)
+        self.real_order: list | None = None
+        #: how the set's table came to be (values/set_order.py); None: not modelled
+        self.recipe = set_order.of_real_set(self) if source is not None else \
+            (set_order.empty() if not self.items else None)
+
+    def add_key(self, k) -> None:
+        """Insert a key (BUILD_SET, SET_ADD, set.add), recorded for replay."""
+        self.items.add(k)
+        set_order.record(self, ("add", k))
 
     def python_type(self):
         return self.cls
@@ -589,6 +602,8 @@ class SetValue(Value):
         return len(self.items)
 
     def _ordered_keys(self) -> list:
+        if self.real_order is not None:
+            return list(self.real_order)
         if any(_address_ordered(k) for k in self.items):
             raise Unsupported(f"iterating a {self.cls.__name__} of objects hashed by identity",
                               hint="its order depends on memory addresses; iterate a list instead")
@@ -606,6 +621,7 @@ class SetValue(Value):
         return self.cls(self.items)
 
     def _check_mutable(self, tx):
+        self.real_order = None   # (the real set's order after a change is not modelled)
         if self.source is not None:
             tx.ctx.effects.container_mutated(self)
 
@@ -620,15 +636,17 @@ class SetValue(Value):
         if name in _SET_MUTATORS:
             self._check_mutable(tx)
         if name == "add":
-            items.add(consts[0])
+            self.add_key(consts[0])
             return ConstantValue(None)
         if name == "discard":
             items.discard(consts[0])
+            set_order.record(self, ("discard", consts[0]))
             return ConstantValue(None)
         if name == "remove":
             if consts[0] not in items:
                 raise user_error(KeyError, repr(consts[0]))
             items.remove(consts[0])
+            set_order.record(self, ("discard", consts[0]))
             return ConstantValue(None)
         if name == "__contains__":
             return ConstantValue(consts[0] in items)
@@ -636,18 +654,29 @@ class SetValue(Value):
             if not items:
                 raise user_error(KeyError, "'pop from an empty set'")
             self._ordered_keys()
+            set_order.record(self, None)
             return key_value(items.pop())
         if name == "clear":
             items.clear()
+            set_order.record(self, ("clear",))
             return ConstantValue(None)
         if name == "copy":
-            return self if self.cls is frozenset else SetValue(items)
+            if self.cls is frozenset:
+                return self
+            out = SetValue(items)
+            out.recipe = set_order.derived(("new_from", set_order.snapshot(tx, self)))
+            return out
+        snaps = [set_order.snapshot(tx, a) for a in args]
         others = [_const_iterable(tx, a) for a in args]
         if name.endswith("_update") or name == "update":
             getattr(items, name)(*others)
+            set_order.record(self, None if None in snaps else ("call", name, snaps))
             return ConstantValue(None)
         if name in ("union", "intersection", "difference", "symmetric_difference"):
-            return SetValue(getattr(items, name)(*others), cls=self.cls)
+            out = SetValue(getattr(items, name)(*others), cls=self.cls)
+            out.recipe = set_order.derived(("method", name, set_order.snapshot(tx, self), snaps)) \
+                if None not in snaps else None
+            return out
         if name in ("issubset", "issuperset", "isdisjoint"):
             return ConstantValue(getattr(items, name)(*others))
         raise Unsupported(f"set.{name}()")
@@ -660,15 +689,23 @@ class SetValue(Value):
         base = inplace.get(op, op)
         if base not in (operator.or_, operator.and_, operator.sub, operator.xor):
             raise user_error(TypeError, f"unsupported operand type(s) for set operation {op.__name__}")
+        other_snap = set_order.snapshot(tx, other)
         if op in inplace and self.cls is set:
             self._check_mutable(tx)
             self.items = base(self.items, other.items)   # (CPython keeps the object)
+            set_order.record(self, ("iop", op.__name__, other_snap) if other_snap is not None else None)
             return self
-        return SetValue(base(self.items, other.items), cls=self.cls)
+        out = SetValue(base(self.items, other.items), cls=self.cls)
+        out.recipe = set_order.derived(("binop", base.__name__, set_order.snapshot(tx, self), other_snap))
+        return out
 
     def reconstruct(self, out):
         if self.source is not None:
             return super().reconstruct(out)
+        if any(_address_ordered(k) for k in self.items):
+            # its order follows addresses: replay how eager made it
+            set_order.emit_rebuild(out, self)
+            return
         if self.cls is frozenset:
             out.instr("PUSH_NULL")
             out.load_const(frozenset)

@@ -221,6 +221,15 @@ def emit_key(out, k: Any) -> None:
         out.load_const(k)
 
 
+def set_keys_in_order(ctx, obj, source) -> list:
+    """The keys of a real set from outside the frame, in its iteration order
+    (the i-th read from ``list(s)[i]``: position i at run time is what the
+    trace saw at position i, so iterating in this order is eager's order)."""
+    from ..guards.sources import DictEntrySource
+    from .builder import wrap
+    return [make_key(wrap(ctx, k, DictEntrySource(source, i, "set"))) for i, k in enumerate(obj)]
+
+
 def wrap_by_position(ctx, obj, source) -> dict | set:
     """A real dict (or set/frozenset) from outside the frame whose keys are
     not all constants, read entry by entry: the i-th key (and value) is
@@ -237,7 +246,7 @@ def wrap_by_position(ctx, obj, source) -> dict | set:
     ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(obj)))
     ctx.guards.add(Guard(Kind.LEN_MATCH, source, len(obj)))
     if isinstance(obj, (set, frozenset)):
-        return {make_key(wrap(ctx, k, DictEntrySource(source, i, "set"))) for i, k in enumerate(obj)}
+        return set(set_keys_in_order(ctx, obj, source))
     items = {}
     for i, k in enumerate(list(obj)):
         key = make_key(wrap(ctx, k, DictEntrySource(source, i)))

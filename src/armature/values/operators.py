@@ -183,6 +183,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         if op is not base:  # |= &= -= ^= mutate the set
             a._check_mutable(tx)
             op(a.items, other)
+            a.recipe = None   # (a constant operand's own table is not modelled)
             return a
         return SetValue(base(a.items, other))
     if is_constant_tree(a) and is_constant_tree(b):

@@ -28,20 +28,24 @@ def build_map(f, inst):
 def build_set(f, inst):
     s = SetValue(set())
     for v in f.popn(inst.arg):
-        s.items.add(_key(v, f))
+        s.add_key(_key(v, f))
     f.push(s)
 
 
 @opcode("SET_ADD")
 def set_add(f, inst):
     v = f.pop()
-    _target(f, inst.arg).items.add(_key(v, f))
+    _target(f, inst.arg).add_key(_key(v, f))
 
 
 @opcode("SET_UPDATE")
 def set_update(f, inst):
+    from ...values import set_order
     v = f.pop()
-    _target(f, inst.arg).items.update(_key(i, f) for i in f.iterate(v))
+    target = _target(f, inst.arg)
+    snap = set_order.snapshot(f, v)
+    target.items.update(_key(i, f) for i in f.iterate(v))
+    set_order.record(target, ("call", "update", [snap]) if snap is not None else None)
 
 
 @opcode("BUILD_CONST_KEY_MAP")
