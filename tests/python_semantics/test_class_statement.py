@@ -254,3 +254,24 @@ def test_unmodelled_class_body_runs_the_frame_as_python():
     assert counter.frame_count == 0
     with pytest.raises(armature.Unsupported, match="class attribute 'items'"):
         armature.compile(class_with_mutable_attribute, fullgraph=True)(X.clone())
+
+
+def exception_class_in_frame(x):
+    class LocalError(ValueError):
+        def __init__(self, code):
+            super().__init__(f"code {code}")
+            self.code = code
+
+    try:
+        raise LocalError(3)
+    except ValueError as e:
+        caught = (e.code, str(e))
+    return x + 1, caught, LocalError(4), LocalError
+
+
+def test_exception_class_made_in_frame():
+    counter, results = _run(exception_class_in_frame, lambda: (X.clone(),), fullgraph=True)
+    assert counter.frame_count == 1
+    for _, caught, err, cls in results:
+        assert isinstance(err, cls) and err.code == 4 and str(err) == "code 4" and caught == (3, "code 3")
+    assert results[0][3] is not results[1][3]

@@ -108,7 +108,7 @@ class ExceptionValue(Value):
         out.instr("PUSH_NULL")
         if self.custom_init or self.attrs:
             out.load_const(rebuild_exception)
-            out.load_const(self.cls)
+            self._emit_class(out)
             for a in self.args:
                 out.reconstruct(a)
             out.instr("BUILD_TUPLE", len(self.args))
@@ -118,7 +118,7 @@ class ExceptionValue(Value):
             out.instr("BUILD_TUPLE", len(self.attrs))
             out.call(4)
         else:
-            out.load_const(self.cls)
+            self._emit_class(out)
             for a in self.args:
                 out.reconstruct(a)
             out.call(len(self.args))
@@ -135,6 +135,14 @@ class ExceptionValue(Value):
             out.load_const(None)
         out.load_const(self.context is RUNTIME_CONTEXT)
         out.call(5)
+
+    def _emit_class(self, out):
+        from .class_def import made_class_value
+        made = made_class_value(self.cls)
+        if made is not None:   # a class statement of the frame: the class rebuilt for this call
+            out.reconstruct(made)
+        else:
+            out.load_const(self.cls)
 
     def __repr__(self):
         return f"<exception {self.cls.__name__}{tuple(self.args)!r}>"
