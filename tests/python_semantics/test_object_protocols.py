@@ -321,3 +321,18 @@ def test_set_passed_in_and_mutated_keeps_eagers_order():
         s1, s2 = set(base), set(base)
         assert set_passed_in_mutated(s1, x, y) == compiled(s2, x, y)
         _assert_same_order(s1, s2)
+
+
+def sort_in_place_raises_caught(x, log):
+    items = [Ranked(r, log) for r in (3, 1, 4, None, 2)]
+    try:
+        items.sort()
+        err = None
+    except TypeError as e:
+        err = str(e)
+    # CPython leaves the list partly sorted: read it back
+    return [o.rank for o in items], err, x + 1
+
+
+def test_sort_in_place_that_raises_leaves_eagers_list():
+    assert_same_objects(sort_in_place_raises_caught, lambda: (_x(), []), fullgraph=False)

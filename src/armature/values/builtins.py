@@ -484,11 +484,16 @@ def _sorted(tx, iterable, key=None, reverse=ConstantValue(False)):
     return ListValue(sorted_values(tx, tx.iterate(iterable), key, reverse.as_python_constant()))
 
 
-def sorted_values(tx, items, key, reverse: bool):
+def sorted_values(tx, items, key, reverse: bool, in_place: bool = False):
     keys = [key.call(tx, [v], {}) if key is not None and not (key.is_python_constant() and key.as_python_constant() is None)
             else v for v in items]
     if not _all_const(*keys):
-        return [items[i] for i in _traced_sort_order(tx, keys, reverse)]
+        try:
+            return [items[i] for i in _traced_sort_order(tx, keys, reverse)]
+        except UserException:
+            if in_place:   # CPython leaves the list partly sorted then: not modelled
+                raise Unsupported("list.sort() whose comparison raised (the list's partial order is not modelled)")
+            raise
     order = sorted(range(len(items)), key=lambda i: keys[i].as_python_constant(), reverse=reverse)
     return [items[i] for i in order]
 

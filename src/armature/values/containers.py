@@ -228,7 +228,7 @@ class ListValue(_Sequence):
             from .builtins import sorted_values
             key = kwargs.get("key")
             rev = kwargs.get("reverse", ConstantValue(False)).as_python_constant()
-            items[:] = sorted_values(tx, items, key, rev)
+            items[:] = sorted_values(tx, items, key, rev, in_place=True)
             return ConstantValue(None)
         if name == "remove":
             from .operators import values_equal
