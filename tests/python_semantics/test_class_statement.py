@@ -4,6 +4,7 @@ torch.compile.  A class made in the frame is a new class on every call in
 eager; where it (or an instance) escapes, the compiled function must also
 return a new class per call, built the same way (values/class_def.py).
 """
+import abc
 import dataclasses
 
 import pytest
@@ -149,6 +150,30 @@ def class_per_loop_iteration(x):
     return out
 
 
+def abstract_base_in_frame(x):
+    class Shape(abc.ABC):
+        @abc.abstractmethod
+        def area(self):
+            ...
+
+        def twice(self):
+            return 2 * self.area()
+
+    class Square(Shape):
+        def __init__(self, side):
+            self.side = side
+
+        def area(self):
+            return self.side * self.side
+
+    try:
+        Shape()
+        err = None
+    except TypeError as e:
+        err = str(e)
+    return Square(x).twice(), err, Square, sorted(Shape.__abstractmethods__)
+
+
 def class_with_mutable_attribute(x):
     class Registry:
         items = []
@@ -206,6 +231,7 @@ CASES = [
     pytest.param(body_reads_enclosing_and_annotations, lambda: (X.clone(),), id="enclosing_and_annotations"),
     pytest.param(dataclass_in_frame, lambda: (X.clone(),), id="dataclass_in_frame"),
     pytest.param(class_per_loop_iteration, lambda: (X.clone(),), id="class_per_loop_iteration"),
+    pytest.param(abstract_base_in_frame, lambda: (X.clone(),), id="abstract_base_in_frame"),
     pytest.param(instance_escapes, lambda: (X.clone(),), id="instance_escapes"),
     pytest.param(class_escapes_with_write, lambda: (X.clone(),), id="class_escapes_with_write"),
     pytest.param(class_stored_on_input, lambda: ([], X.clone()), id="class_stored_on_input"),

@@ -78,15 +78,16 @@ class ClassCellValue(CellValue):
 
 
 class DecoratedFunctionValue(Value):
-    """``staticmethod(f)``, ``classmethod(f)`` or ``property(f)`` of a function
-    the class body made (as the body's decorators write them)."""
+    """``staticmethod(f)``, ``classmethod(f)``, ``property(f)`` or
+    ``abc.abstractmethod(f)`` of a function the class body made (as the
+    body's decorators write them)."""
 
     def __init__(self, kind: type, func: Value):
         super().__init__()
         self.kind, self.func = kind, func
 
     def python_type(self):
-        return self.kind
+        return types.FunctionType if self.kind is abc.abstractmethod else self.kind
 
     def reconstruct(self, out):
         out.instr("PUSH_NULL")

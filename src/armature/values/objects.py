@@ -302,8 +302,14 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     if type(cls) not in (type, abc.ABCMeta):
         raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
     if getattr(cls, "__abstractmethods__", None):
-        raise user_error(TypeError, f"Can't instantiate abstract class {cls.__name__} with abstract methods "
-                                    f"{', '.join(sorted(cls.__abstractmethods__))}")
+        from ..trace.pyversion import at_least
+        names = sorted(cls.__abstractmethods__)
+        plural = "s" if len(names) > 1 else ""
+        if at_least((3, 12)):
+            raise user_error(TypeError, f"Can't instantiate abstract class {cls.__name__} without an implementation "
+                                        f"for abstract method{plural} {', '.join(repr(n) for n in names)}")
+        raise user_error(TypeError, f"Can't instantiate abstract class {cls.__name__} with abstract method{plural} "
+                                    f"{', '.join(names)}")
     import torch
     if cls is torch.Size:
         return _make_size(tx, args, kwargs)

@@ -29,4 +29,5 @@ from . import namedtuple  # noqa: F401
 from . import dataclasses  # noqa: F401
 from . import typing  # noqa: F401
 from . import copy  # noqa: F401
+from . import abc  # noqa: F401
 from .common import wrap_special  # noqa: F401

@@ -1,0 +1,20 @@
+"""abc: ``@abc.abstractmethod`` on a method of a class statement in the
+frame (values/class_def.py): it marks the function the class body made,
+applied again to the real stand-in and to the rebuilt function."""
+from __future__ import annotations
+
+import abc
+
+from ...diagnostics.errors import Unsupported
+from .common import _std_function
+
+
+def _abstractmethod(tx, fn):
+    from ..class_def import DecoratedFunctionValue
+    from ..functions import NestedFunctionValue
+    if not isinstance(fn, NestedFunctionValue):
+        raise Unsupported(f"abc.abstractmethod({fn}) outside a class statement of the frame")
+    return DecoratedFunctionValue(abc.abstractmethod, fn)
+
+
+_std_function(abc.abstractmethod, _abstractmethod)
