@@ -177,9 +177,27 @@ def abstract_base_in_frame(x):
 def class_with_mutable_attribute(x):
     class Registry:
         items = []
+        table = {"k": 1}
+        offset = x * 3
 
-    Registry.items.append(x)
-    return len(Registry.items), x + 1
+        def register(self, v):
+            self.items.append(v + self.offset)
+            return self
+
+    Registry().register(x).register(x + 1)
+    Registry.table["n"] = len(Registry.items)
+    return Registry.items, Registry.table, Registry
+
+
+class Meta(type):
+    pass
+
+
+def class_with_metaclass(x):
+    class Local(metaclass=Meta):
+        k = 2
+
+    return x * Local.k
 
 
 def _state(obj):
@@ -235,6 +253,7 @@ CASES = [
     pytest.param(instance_escapes, lambda: (X.clone(),), id="instance_escapes"),
     pytest.param(class_escapes_with_write, lambda: (X.clone(),), id="class_escapes_with_write"),
     pytest.param(class_stored_on_input, lambda: ([], X.clone()), id="class_stored_on_input"),
+    pytest.param(class_with_mutable_attribute, lambda: (X.clone(),), id="class_with_mutable_attribute"),
 ]
 
 
@@ -273,13 +292,18 @@ def test_dataclass_escapes_as_a_dataclass():
 
 
 def test_unmodelled_class_body_runs_the_frame_as_python():
-    # a mutable class attribute is not modelled: the whole frame runs as
+    # a metaclass of the user's is not modelled: the whole frame runs as
     # Python (no break at the class statement, which would hand a class made
     # per call to a resume function)
-    counter, _ = _run(class_with_mutable_attribute, lambda: (X.clone(),), fullgraph=False)
+    counter, _ = _run(class_with_metaclass, lambda: (X.clone(),), fullgraph=False)
     assert counter.frame_count == 0
-    with pytest.raises(armature.Unsupported, match="class attribute 'items'"):
-        armature.compile(class_with_mutable_attribute, fullgraph=True)(X.clone())
+    with pytest.raises(armature.Unsupported, match="metaclass Meta"):
+        armature.compile(class_with_metaclass, fullgraph=True)(X.clone())
+
+
+def test_class_attribute_list_is_shared_by_the_rebuilt_class():
+    items, table, cls = armature.compile(class_with_mutable_attribute, fullgraph=True)(X.clone())
+    assert cls.items is items and cls.table is table and len(items) == 2
 
 
 def exception_class_in_frame(x):

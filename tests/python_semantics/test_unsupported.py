@@ -92,11 +92,15 @@ def os_getcwd(x):
     return x + (1 if here else 0)
 
 
-def class_statement(x):
-    class Local:  # <- unsupported
-        k = [2]
+class _Meta(type):
+    pass
 
-    return x * Local.k[0]
+
+def class_statement(x):
+    class Local(metaclass=_Meta):  # <- unsupported
+        k = 2
+
+    return x * Local.k
 
 
 def globals_call(x):
@@ -133,7 +137,7 @@ UNSUPPORTED = [
     ucase(tensor_tolist, X, construct="tolist"),
     ucase(eval_string, X, construct="eval"),
     ucase(os_getcwd, X, construct="getcwd"),
-    ucase(class_statement, X, construct="class attribute 'k'"),
+    ucase(class_statement, X, construct="metaclass _Meta"),
     ucase(globals_call, X, construct="globals"),
     ucase(tensor_numpy, X, construct="numpy.random.rand"),
 ]

@@ -24,7 +24,9 @@ does, so nothing is guarded on the identity of a class made per call.
 Only what is pure to run while tracing is modelled: the metaclass ``type``
 (or ``abc.ABCMeta``), no ``__init_subclass__`` of the bases, namespace
 values that are immutable constants, functions made by the body and
-``staticmethod``/``classmethod``/``property`` of them.  Anything else
+``staticmethod``/``classmethod``/``property`` of them, and containers,
+tensors and objects the frame made (the real class holds stand-ins the
+trace reads as those Values).  Anything else
 raises Unsupported; the break is placed on LOAD_BUILD_CLASS, where a frame
 cannot be split, so the whole frame runs as Python (a break at the call
 would hand a class made per call to the resume function, guarded by
@@ -204,6 +206,14 @@ def _immutable_constant(c) -> bool:
     return type(c) in _IMMUTABLE or isinstance(c, (type, torch.dtype, torch.device))
 
 
+class _StandIn:
+    """The real class's entry for a class attribute the frame made (a list,
+    a tensor...): never read for real, the trace's value cache maps it to
+    the Value."""
+
+    __slots__ = ("__weakref__",)
+
+
 class _Realizer:
     """Real stand-ins for the namespace Values of one class body."""
 
@@ -212,6 +222,7 @@ class _Realizer:
         self.body_cell = body_cell
         self.real_cell = types.CellType()
         self.functions: list[tuple[types.FunctionType, NestedFunctionValue]] = []
+        self.stand_ins: list[tuple[_StandIn, Value]] = []
 
     def real(self, name: str, v: Value):
         if isinstance(v, ClassCellValue) and v is self.body_cell:
@@ -227,8 +238,26 @@ class _Realizer:
             c = v.as_python_constant()
             if _immutable_constant(c):
                 return c
+        if v.source is None and self._traced_object(v):
+            # a list, dict, set, tensor or object the frame made: the class
+            # holds a stand-in that reads, in this trace, as the Value itself
+            stand_in = _StandIn()
+            self.stand_ins.append((stand_in, v))
+            return stand_in
         raise Unsupported(f"the class attribute {name!r} ({v}) of a class made in the frame",
-                          hint="only constants and methods are modelled in a class statement inside the frame")
+                          hint="constants, methods and objects the frame made are modelled in a class statement "
+                               "inside the frame")
+
+    @staticmethod
+    def _traced_object(v: Value) -> bool:
+        from .containers import DictValue, ListValue, SetValue, TupleValue
+        from .objects import ObjectValue
+        from .tensor import TensorValue
+        if isinstance(v, (ListValue, DictValue, SetValue, TupleValue, TensorValue)):
+            return True
+        if type(v) is ObjectValue and v.is_new:
+            return not any(hasattr(v.cls, n) for n in ("__get__", "__set__", "__delete__", "__set_name__"))
+        return False
 
     def function(self, name: str, v: NestedFunctionValue) -> types.FunctionType:
         d, kd = v.defaults(None)
@@ -299,7 +328,9 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
         explicit = v.as_python_constant()
     meta = _metaclass(bases, explicit)
     if meta not in (type, abc.ABCMeta):
-        raise Unsupported(f"a class statement in the frame with the metaclass {meta.__qualname__}")
+        raise Unsupported(f"a class statement in the frame with the metaclass {meta.__qualname__}",
+                          hint="classes made while tracing use the metaclass type or abc.ABCMeta; define the "
+                               "class outside the compiled function")
     for b in bases:
         for klass in b.__mro__[:-1]:
             if "__init_subclass__" in klass.__dict__:
@@ -323,7 +354,7 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
     _MADE[cls] = made
     ctx = tx.ctx
     ctx.value_cache[id(cls)] = (cls, made)
-    for fn, v in realizer.functions:
+    for fn, v in realizer.functions + realizer.stand_ins:
         ctx.value_cache[id(fn)] = (fn, v)
     if body_cell is not None:
         body_cell.made = made
