@@ -671,7 +671,7 @@ CASES = [
     case(zip_variants, X),
     case(zip_strict_ok, X),
     case(zip_tensors, [t(2), t(2)], [t(2), t(2)]),
-    case(map_filter_reversed, X, marks=xfail("str.join() of an iterator (reversed/map) is Unsupported")),
+    case(map_filter_reversed, X),
     case(iter_next_default, X),
     case(iter_over_tensors_manual, XS),
     case(iter_dict_and_str, X),
@@ -683,7 +683,7 @@ CASES = [
     case(type_identity, X, 3),
     case(type_identity, X, 2.5, id="type_identity_float"),
     case(type_name_and_call, X),
-    case(callable_checks, X, marks=xfail("callable(x.sum) (bound tensor method) is Unsupported")),
+    case(callable_checks, X),
     # attributes / id / hash
     case(getattr_setattr_in_frame, X),
     case(delattr_in_frame, X),

@@ -370,7 +370,7 @@ CASES = [
     case(genexp_sum, X),
     case(genexp_any_all, X),
     case(genexp_min_max, X),
-    case(genexp_tuple_dict_join, X, graphs=0, marks=xfail("str.join() of a generator expression is Unsupported")),
+    case(genexp_tuple_dict_join, X, graphs=0),
     case(genexp_over_tensors, XS),
     case(genexp_next, X),
     case(genexp_nested, X),

@@ -421,11 +421,13 @@ def _callable(tx, obj):
     if obj.is_python_constant():
         return ConstantValue(callable(obj.as_python_constant()))
     from .functions import _Function, BoundMethodValue
-    from .tensor import TensorValue
     from .containers import _Sequence
-    if isinstance(obj, (_Function, BoundMethodValue)):
-        return ConstantValue(True)
-    if isinstance(obj, (TensorValue, _Sequence, DictValue)):
+    from .constant import ConstantMethodValue
+    from .containers import BoundContainerMethod
+    from .tensor import TensorMethodValue
+    if isinstance(obj, (_Function, BoundMethodValue, ConstantMethodValue, BoundContainerMethod, TensorMethodValue)):
+        return ConstantValue(True)   # (methods: ``callable(x.sum)``)
+    if isinstance(obj, (_Sequence, DictValue)) and obj.python_type() in (list, tuple, dict):
         return ConstantValue(False)
     return ConstantValue(any("__call__" in k.__dict__ for k in obj.python_type().__mro__[:-1]))
 
@@ -655,5 +657,8 @@ def _signature(tx, obj, *args, **kwargs):
 
 
 from . import state_queries as _state_queries  # noqa: E402
+from . import strings as _strings  # noqa: E402
+
+_strings.register(RULES)
 
 _state_queries.register(RULES)

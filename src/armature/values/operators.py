@@ -187,6 +187,11 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     if is_constant_tree(a) and is_constant_tree(b):
         from .builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    if base is operator.mod:
+        from .strings import percent_format   # ("%(k)s" % {"k": v})
+        formatted = percent_format(tx, a, b)
+        if formatted is not None:
+            return formatted
     ca, cb = _specialize_tree(tx, a), _specialize_tree(tx, b)
     if (ca is not a or cb is not b) and is_constant_tree(ca) and is_constant_tree(cb):
         # symbolic numbers inside (``size[:-1] + (self.nf,)``): use their values

@@ -40,6 +40,10 @@ class PartialValue(Value):
             return self.args
         if name == "keywords":
             return self.keywords
+        if self.source is None and getattr(self, "real", None) is None and \
+                not any(name in vars(k) for k in functools.partial.__mro__):
+            # made in the frame: its instance __dict__ is empty (stores to it are not modelled)
+            raise user_error(AttributeError, f"'functools.partial' object has no attribute {name!r}")
         raise Unsupported(f"attribute {name!r} of a functools.partial")
 
     def reconstruct(self, out):
