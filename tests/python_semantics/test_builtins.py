@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import CASE_ARGS, case, compile_fn, t
-from python_semantics.support import run_case, xfail
+from python_semantics.support import run_case
 
 
 class Plain:
@@ -689,7 +689,7 @@ CASES = [
     case(delattr_in_frame, X),
     case(getattr_on_tensor_and_module, X),
     case(getattr_bound_method, X),
-    case(id_comparisons, X, Y, marks=xfail("id() comparisons (id(a) == id(b)) are Unsupported")),
+    case(id_comparisons, X, Y),
     case(hash_of_constants, X),
     # more edge cases
     case(floor_semantics, X),

@@ -509,27 +509,10 @@ def _print(tx, *args, **kwargs):
 
 @rule(id)
 def _id(tx, obj):
-    """id() of an object that existed before the frame: guarded to be the
-    same object on later calls, so the number is a constant of the entry."""
-    from ..guards.guard import Guard, Kind
-    real = _real_object(obj)
-    if real is _NO_OBJECT or obj.source is None:
-        raise Unsupported("id() of an object created inside the compiled function",
-                          hint="identity of new objects is only known at run time")
-    tx.ctx.guards.add(Guard(Kind.ID_MATCH, obj.source, real))
-    return ConstantValue(id(real))
-
-
-_NO_OBJECT = object()
-
-
-def _real_object(v):
-    for attr in ("fn", "mod", "cls", "obj", "module"):
-        if hasattr(v, attr) and getattr(v, attr) is not None:
-            return getattr(v, attr)
-    if isinstance(v, ConstantValue):
-        return v.value
-    return _NO_OBJECT
+    """id(): values/identity.py (an IdValue, or the guarded number of an
+    object fixed for the entry)."""
+    from .identity import id_of
+    return id_of(tx, obj)
 
 
 @rule(types.CellType)
