@@ -7,6 +7,7 @@ user, torch and builtin) and of tensor methods, ``callable``, and ``id()``
 """
 
 import functools
+import inspect
 import os
 import os.path
 
@@ -211,6 +212,44 @@ def callable_of_methods(x):
             callable(torch.nn.Linear), callable(os))
 
 
+def signature_of_nested(x):
+    def f(a, b: int = 2, *c, d, e="q", **g) -> float:
+        return a
+
+    sig = inspect.signature(f)
+    return x + 1, str(sig), list(sig.parameters)
+
+
+# --------------------------------------------------------------------------
+# iter(callable, sentinel)
+# --------------------------------------------------------------------------
+
+
+def iter_with_sentinel(x):
+    vals = [3, 1, 0, 5]
+    it = iter(vals)
+    taken = list(iter(lambda: next(it), 0))
+    rest = list(it)
+    calls = []
+
+    def tick():
+        calls.append(len(calls))
+        return len(calls)
+
+    for _ in iter(tick, 3):
+        pass
+    return x * sum(taken), taken, rest, calls
+
+
+def iter_sentinel_stopiteration(x):
+    it = iter([1, 2])
+    return x + 1, list(iter(lambda: next(it), 9))
+
+
+def iter_sentinel_not_callable(x):
+    return x + 1, iter(3, 0)
+
+
 # --------------------------------------------------------------------------
 # id()
 # --------------------------------------------------------------------------
@@ -254,29 +293,36 @@ def id_of_closure_objects(x):
     return x + 1, id(first) == id(made[0]), id(second) == id(first), id(made[1]) == id(second)
 
 
+#: torch.compile (2.13) gives up on these frames with fullgraph=True or
+#: answers differently from eager: they run for armature only
+TORCH_DIFFERS = pytest.mark.skipif(USING_TORCH, reason="torch.compile's fullgraph fails or differs from eager")
+
 CASES = [
-    case(join_generators, t(4)),
+    case(join_generators, t(4), marks=TORCH_DIFFERS),
     case(join_dict_and_views, t(4)),
     case(join_generator_with_side_effects, t(4)),
     case(join_of_shapes, t(2, 3)),
     case(percent_mapping, t(4)),
     case(percent_mapping_of_shape, t(2, 3)),
-    case(os_path_pure, t(4)),
+    case(os_path_pure, t(4), marks=TORCH_DIFFERS),
     case(os_path_of_pathlike, t(4)),
-    case(os_path_errors, t(4)),
+    case(os_path_errors, t(4), marks=TORCH_DIFFERS),
     case(os_path_of_shape, t(4)),
     case(torch_function_attrs, t(4)),
     case(builtin_function_attrs, t(4)),
-    case(tensor_method_attrs, t(4)),
+    case(tensor_method_attrs, t(4), marks=TORCH_DIFFERS),
     case(user_function_attrs, t(4)),
-    case(nested_function_setattr, t(4)),
-    case(wraps_in_frame_attrs, t(4)),
+    case(nested_function_setattr, t(4), marks=TORCH_DIFFERS),
+    case(wraps_in_frame_attrs, t(4), marks=TORCH_DIFFERS),
     case(wraps_of_user_and_torch, t(4)),
     case(partial_has_no_name, t(4)),
-    case(callable_of_methods, t(4)),
-    case(id_seen_dedupe, t(4)),
+    case(callable_of_methods, t(4), marks=TORCH_DIFFERS),
+    case(signature_of_nested, t(4), marks=TORCH_DIFFERS),
+    case(iter_with_sentinel, t(4)),
+    case(iter_sentinel_stopiteration, t(4)),
+    case(id_seen_dedupe, t(4), marks=TORCH_DIFFERS),
     case(id_dict_keys, t(4)),
-    case(id_in_list_and_fixed_objects, t(4)),
+    case(id_in_list_and_fixed_objects, t(4), marks=TORCH_DIFFERS),
     case(id_of_closure_objects, t(4)),
 ]
 
@@ -287,9 +333,10 @@ def test_builtin_values(fn, args, opts):
 
 
 RAISES = [
-    case(join_bad_item, t(4)),
-    case(percent_missing_key, t(4)),
+    case(join_bad_item, t(4), marks=TORCH_DIFFERS),
+    case(percent_missing_key, t(4), marks=TORCH_DIFFERS),
     case(nested_function_bad_name, t(4)),
+    case(iter_sentinel_not_callable, t(4)),
 ]
 
 
@@ -330,11 +377,13 @@ ORACLE = [unique_weights_by_id, join_dict_and_views, join_of_shapes, join_genera
 
 
 @pytest.mark.parametrize("fn", [pytest.param(f, id=f.__name__) for f in ORACLE])
+@armature_only   # (compares armature's counts with torch.compile's)
 def test_graph_counts_match_torch_compile(fn):
     make = (lambda: (Tied(), torch.randn(2, 3))) if fn is unique_weights_by_id else _one_tensor
     check_against_oracle(fn, make, calls=3)
 
 
+@armature_only
 def test_ids_of_new_tensors_do_not_recompile():
     """torch.compile recompiles on every call here (it guards on the
     tensors' ids); an id() that only says "same object or not" does not."""
@@ -384,11 +433,13 @@ def test_id_numbers_are_unsupported_with_fullgraph(fn):
     assert "Hint:" in str(info.value)
 
 
+@armature_only   # (torch.compile bakes the ids of the freed lists into its graph: a different answer)
 def test_ids_of_freed_objects_run_as_eager():
     check_program(ids_of_freed_objects, (t(4),), {})
     assert_same(ids_of_freed_objects, t(4), fullgraph=False)
 
 
+@armature_only   # (torch.compile 2.13 rebuilds the wrapper with another __dict__, holding extra entries)
 def test_function_made_in_frame_returned_with_its_attributes():
     """A wrapper made by functools.wraps in the frame is rebuilt with the
     attributes the trace gave it, sharing one __dict__ and annotations."""

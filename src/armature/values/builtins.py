@@ -623,12 +623,14 @@ def _logger_is_enabled_for(tx, logger, level):
 def _signature(tx, obj, *args, **kwargs):
     """inspect.signature of a function that existed before the frame: the
     real Signature, a constant (the function itself is identity-guarded)."""
-    from .functions import BoundMethodValue, UserFunctionValue
+    from .functions import BoundMethodValue, NestedFunctionValue, UserFunctionValue
     real = None
     if isinstance(obj, UserFunctionValue):
         real = obj.fn
     elif isinstance(obj, BoundMethodValue) and isinstance(obj.func, UserFunctionValue):
         real = obj.func.fn
+    elif isinstance(obj, NestedFunctionValue):
+        real = obj.signature_stand_in(tx)
     if real is None:
         raise Unsupported(f"inspect.signature() of {obj}")
     a, k = [x.as_python_constant() for x in args], {n: v.as_python_constant() for n, v in kwargs.items()}

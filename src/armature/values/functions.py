@@ -448,6 +448,26 @@ class NestedFunctionValue(_Function):
         else:   # __doc__, __module__: any object
             self.assigned[name] = value
 
+    def signature_stand_in(self, tx):
+        """A real function with this one's code, defaults, keyword defaults
+        and annotations, for ``inspect.signature`` (which reads only
+        those), or None when one of them is not a constant or the function
+        has attributes inspect would follow (``__wrapped__``,
+        ``__signature__``)."""
+        if self.dict_value is not None and self.dict_value.items:
+            return None
+        parts = [self._defaults, self._kwdefaults, self.assigned.get("__annotations__", self.annotations)]
+        if any(p is not None and not p.is_python_constant() for p in parts):
+            return None
+        defaults, kwdefaults, annotations = (p.as_python_constant() if p is not None else None for p in parts)
+        cells = tuple(types.CellType() for _ in self.code.co_freevars) or None
+        fn = types.FunctionType(self.code, {}, self.code.co_name, defaults, cells)
+        fn.__kwdefaults__ = kwdefaults
+        if type(annotations) is tuple:
+            annotations = dict(zip(annotations[::2], annotations[1::2]))
+        fn.__annotations__ = annotations or {}
+        return fn
+
     def delattr(self, tx, name):
         if name in _FUNCTION_DATA_ATTRS or name == "__class__":
             raise Unsupported(f"deleting {name!r} of a function made in a compiled frame")
