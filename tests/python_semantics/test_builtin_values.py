@@ -278,7 +278,7 @@ def id_in_list_and_fixed_objects(x):
     a = [1]
     ids = [id(a), id(x)]
     return (x + 1, id(a) in ids, id([3]) in ids, id(torch.relu) == id(torch.relu), id(len) != id(max),
-            id(None) == id(None), id(x) == id(torch.relu), id(a) != "text")
+            id(None) == id(None), id(x) == id(torch.relu), id(a) != "text", id(x.dtype) == id(torch.float32))
 
 
 def id_of_closure_objects(x):

@@ -91,12 +91,15 @@ class KnownId(ConstantValue):
         self.target = target
 
 
+NOT_FIXED = object()
+
+
 def _fixed_object(v: Value):
     """The real object behind a Value that is fixed for the entry: a
     function, class, module or builtin identity-guarded where it was read
     (it has a source), or a builtin/torch function or module the trace
     trusts without one (read from torch's or the builtins' namespace), or
-    None."""
+    NOT_FIXED."""
     from .base import CallableConstantValue
     from .functions import UserFunctionValue
     from .objects import ClassValue
@@ -105,32 +108,42 @@ def _fixed_object(v: Value):
         return v.fn
     if isinstance(v, PythonModuleValue):
         return v.module
+    if isinstance(v, ConstantValue) and not isinstance(v, KnownId) and _unique_constant(v.value):
+        return v.value
     if v.source is None:
-        return None
+        return NOT_FIXED
     if isinstance(v, ClassValue):
         return v.cls
     if isinstance(v, UserFunctionValue):
         return v.fn
-    return None
+    return NOT_FIXED
+
+
+def _unique_constant(value) -> bool:
+    """Constants that are one object wherever they come from: singletons,
+    dtypes and the like, enum members, code objects."""
+    import enum
+    import types
+    import torch
+    return value is None or value is Ellipsis or value is NotImplemented or type(value) is bool or \
+        isinstance(value, (torch.dtype, torch.layout, torch.memory_format, enum.Enum, types.CodeType))
 
 
 def id_of(tx, obj: Value) -> Value:
     """The ``id`` builtin."""
     obj = realize(tx.ctx, obj)
     from .symbolic import SymbolicNumberValue
-    if isinstance(obj, (ConstantValue, SymbolicNumberValue)) and not isinstance(obj, KnownId):
-        # numbers and strings: whether two equal ones are one object depends
-        # on CPython's caches and on how they were computed
-        if not (isinstance(obj, ConstantValue) and obj.value is None):
-            raise Unsupported(f"id() of the constant {obj}", hint=_HINT)
+    if isinstance(obj, SymbolicNumberValue) or \
+            isinstance(obj, ConstantValue) and not isinstance(obj, KnownId) and not _unique_constant(obj.value):
+        # numbers, strings, tuples: whether two equal ones are one object
+        # depends on CPython's caches and on how they were computed
+        raise Unsupported(f"id() of the constant {obj}", hint=_HINT)
     _note_taken(tx, obj)
     real = _fixed_object(obj)
-    if real is not None:
+    if real is not NOT_FIXED:
         if obj.source is not None:
             tx.ctx.guards.add(Guard(Kind.ID_MATCH, obj.source, real))
         return KnownId(id(real), obj)
-    if isinstance(obj, ConstantValue):   # None
-        return KnownId(id(None), obj)
     return IdValue(obj)
 
 
@@ -201,8 +214,8 @@ def _alive_now(tx) -> set[int]:
 
 
 def _alive(tx, v: Value, alive_ids: set[int]) -> bool:
-    if _fixed_object(v) is not None and v.source is None:
-        return True   # (a builtin or torch function: held by its module)
+    if _fixed_object(v) is not NOT_FIXED and v.source is None:
+        return True   # (a builtin or torch function, a singleton: held by their modules)
     if v.source is not None:
         return len(tx.ctx.effects) == 0
     return id(v) in alive_ids
@@ -229,7 +242,7 @@ def _distinct(tx, a: Value, b: Value) -> bool:
     from .operators import is_same
     for fixed, other in ((a, b), (b, a)):
         real = _fixed_object(fixed)
-        if real is not None and _fixed_object(other) is None:
+        if real is not NOT_FIXED and _fixed_object(other) is NOT_FIXED:
             try:
                 if other.python_type() is not type(real):
                     return True   # (objects of two types: a tensor is never torch.relu)
@@ -242,14 +255,25 @@ def _distinct(tx, a: Value, b: Value) -> bool:
     return True
 
 
+def made_per_call(source) -> bool:
+    """A source that builds a new object on every call (a 0-d tensor over a
+    symbolic number, a tensor over an ndarray): never the same object as
+    anything else, so there is nothing to guard."""
+    from .symbolic import ScalarTensorSource
+    return isinstance(source, ScalarTensorSource) or getattr(source, "fresh_per_call", False)
+
+
 def _guard_distinct(tx, *values: Value) -> None:
     reg = _registry(tx.ctx)
+    sources = [v.source for v in values if not made_per_call(v.source)]
+    if len(sources) < 2 and reg.distinct is None:
+        return
     if reg.distinct is None:
         reg.distinct = Guard(Kind.DISTINCT, None, [])
         tx.ctx.guards.add(reg.distinct)
-    for v in values:
-        if all(v.source != s for s in reg.distinct.expected):
-            reg.distinct.expected.append(v.source)
+    for s in sources:
+        if all(s != e for e in reg.distinct.expected):
+            reg.distinct.expected.append(s)
 
 
 def _same_object(tx, a: Value, b: Value) -> bool:
@@ -271,8 +295,8 @@ def compare(tx, op, a: Value, b: Value) -> Value | None:
         raise Unsupported(f"ordering id() values ({op.__name__})", hint=_HINT)
     ta, tb = (getattr(v, "target", None) for v in (a, b))
     if ta is None or tb is None:
-        if isinstance(a if ta is None else b, ConstantValue) and \
-                not isinstance((a if ta is None else b).value, int):
+        other = a if ta is None else b
+        if isinstance(other, ConstantValue) and not isinstance(other.value, (int, float, complex)):
             return ConstantValue(op is operator.ne)   # (an id is an int: never equal to a str, None...)
         raise Unsupported(f"comparing id() of {ta if ta is not None else tb} with the number {a if ta is None else b}",
                           hint=_HINT)

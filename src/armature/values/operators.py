@@ -337,7 +337,9 @@ def _guard_distinct_inputs(tx, a: Value, b: Value) -> None:
     """Two objects from outside the frame that the trace saw as two Values
     (so as distinct objects) must stay distinct on later calls: ``x is y``
     was False because they were, not by construction."""
-    if a.source is not None and b.source is not None:
+    from .identity import made_per_call
+    if a.source is not None and b.source is not None and not made_per_call(a.source) \
+            and not made_per_call(b.source):
         from ..guards.guard import Guard, Kind
         tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
 
