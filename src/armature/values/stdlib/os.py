@@ -66,8 +66,11 @@ def _fspath(tx, *args, **kwargs):
     if path.is_python_constant() and _is_text(path.as_python_constant()):
         return path
     t = path.python_type()
-    if getattr(t, "__fspath__", None) is None:
+    owner = next((k for k in t.__mro__ if "__fspath__" in vars(k)), None)
+    if owner is None:
         raise user_error(TypeError, f"expected str, bytes or os.PathLike object, not {t.__name__}")
+    if not callable(vars(owner)["__fspath__"]):
+        raise Unsupported(f"os.fspath() of a {t.__name__}, whose __fspath__ is not callable")
     dunder = getattr(path, "dunder", None)
     method = dunder(tx, "__fspath__") if dunder is not None else None
     if method is None:
