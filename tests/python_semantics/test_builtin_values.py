@@ -201,6 +201,54 @@ def wraps_of_user_and_torch(x):
     return a(x), b(x), a.__name__, a.__doc__, a.__wrapped__ is helper, b.__name__, b.__wrapped__ is torch.relu
 
 
+def user_fn_dressed_as_torch(v):
+    return v + 1
+
+
+# its __module__ and __name__ now say torch.nn.functional.relu: it must still
+# run as the user's function (traced), not as relu
+functools.update_wrapper(user_fn_dressed_as_torch, torch.nn.functional.relu)
+
+
+def call_function_wrapped_as_torch(x):
+    return user_fn_dressed_as_torch(x), user_fn_dressed_as_torch.__name__, user_fn_dressed_as_torch.__module__
+
+
+def wraps_of_partial_in_frame(x):
+    p = functools.partial(torch.add, other=1)
+
+    @functools.wraps(p)
+    def w(v):
+        return p(v) * 2
+
+    return w(x), w.__wrapped__ is p, getattr(w, "__name__", "no name"), w.__doc__ == p.__doc__, w.__module__
+
+
+def partial_dict_in_frame(x):
+    p = functools.partial(torch.add, other=1)
+    p.__dict__["tag"] = 3
+    q = functools.partial(p, alpha=2)   # (not flattened: p has an instance dict)
+    return q(x), q.func is p, p.tag, sorted(p.__dict__)
+
+
+def _break():
+    import armature
+    armature.graph_break()
+
+
+def _keep(v):
+    _break()
+    return [v]
+
+
+def partial_identity_across_break(x):
+    # the call to _keep runs natively (it breaks): p is rebuilt for it and for
+    # the rest of the frame, as one object
+    p = functools.partial(torch.add, other=1)
+    holder = _keep(p)
+    return p(x), holder[0] is p
+
+
 def partial_has_no_name(x):
     p = functools.partial(torch.add, other=1)
     return p(x), getattr(p, "__name__", "partial"), hasattr(p, "__qualname__")
@@ -316,6 +364,10 @@ CASES = [
     case(wraps_in_frame_attrs, t(4), marks=TORCH_DIFFERS),
     case(wraps_of_user_and_torch, t(4)),
     case(partial_has_no_name, t(4)),
+    case(call_function_wrapped_as_torch, t(4)),
+    case(wraps_of_partial_in_frame, t(4), marks=TORCH_DIFFERS),
+    case(partial_dict_in_frame, t(4), marks=TORCH_DIFFERS),
+    case(partial_identity_across_break, t(4), fullgraph=False, graphs=1, marks=TORCH_DIFFERS),
     case(callable_of_methods, t(4), marks=TORCH_DIFFERS),
     case(signature_of_nested, t(4), marks=TORCH_DIFFERS),
     case(iter_with_sentinel, t(4)),
@@ -467,3 +519,15 @@ def test_function_made_in_frame_returned_with_its_attributes():
     compiled = compile_fn(make, backend="eager", fullgraph=not USING_TORCH)
     for _ in range(2):
         assert describe(compiled(t(4))) == describe(make(t(4)))
+
+
+def partial_returned_twice(x):
+    p = functools.partial(torch.add, other=1)
+    return p(x), p, [p]
+
+
+def test_partial_made_in_frame_is_rebuilt_once():
+    """A partial made in the frame that leaves it twice is one object (it
+    was rebuilt once per appearance)."""
+    from python_semantics.identity_support import check_identity
+    check_identity(partial_returned_twice, lambda: (torch.randn(3),), fullgraph=True)
