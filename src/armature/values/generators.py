@@ -109,7 +109,9 @@ class GeneratorValue(IteratorValue):
         if not self.started and not self.done and not _is_none(value):
             raise user_error(TypeError, "can't send non-None value to a just-started generator")
         if self.started and not self.done and self._delegating() and not isinstance(self._inner(), GeneratorValue):
-            raise Unsupported("generator.send() into a `yield from` of an iterator that is not a generator")
+            raise Unsupported("generator.send() into a `yield from` of an iterator that is not a generator",
+                              hint="without fullgraph the frame is split here (a graph break); delegating to a "
+                                   "generator keeps it in the graph")
         v = self.resume(tx, value)
         if v is None:
             raise self._stop_iteration()
@@ -125,7 +127,9 @@ class GeneratorValue(IteratorValue):
         if issubclass(exc.cls, (StopIteration, StopAsyncIteration)):
             raise Unsupported("throwing StopIteration into a generator")
         if self.started and not self.done and self._delegating():
-            raise Unsupported("generator.throw()/close() while it is paused in `yield from`")
+            raise Unsupported("generator.throw()/close() while it is paused in `yield from`",
+                              hint="without fullgraph the frame is split here (a graph break); throwing into the "
+                                   "inner generator directly is traced")
         f = self.frame
         handled = f.exc_stack[-1] if f.exc_stack else handled_exception(tx)
         exc.raised(handled)

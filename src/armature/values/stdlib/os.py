@@ -49,7 +49,9 @@ def _path_rule(fn):
         if all(_plain_path_argument(a) for a in (*args, *kwargs.values())):
             return fold_call(fn, list(args), kwargs)
         if not isinstance(fn, types.FunctionType):
-            raise Unsupported(f"os.path.{fn.__name__}() of arguments that are not str/bytes constants")
+            raise Unsupported(f"os.path.{fn.__name__}() of arguments that are not str/bytes constants",
+                              hint="pass str paths (os.fspath(p) first), or compute the path outside the "
+                                   "compiled function")
         from ..functions import UserFunctionValue
         return UserFunctionValue(fn, None).call(tx, list(args), kwargs)   # (inlined: os.fspath is modelled)
     return handler
