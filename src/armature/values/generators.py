@@ -18,6 +18,7 @@ that is not modelled (Unsupported).
 from __future__ import annotations
 
 import sys
+import weakref
 
 from ..diagnostics.errors import Unsupported, UserException, user_error
 from .base import Value, realize
@@ -29,12 +30,34 @@ def _is_none(v: Value) -> bool:
     return v.is_python_constant() and v.as_python_constant() is None
 
 
+#: per trace: the generators it made (see ``check_left_suspended``)
+_MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 class GeneratorValue(IteratorValue):
     def __init__(self, frame):
         super().__init__([])
         self.frame = frame
         self.started = False
         self.done = False
+        _MADE.setdefault(frame.ctx, []).append(self)
+
+    def cleanup_pending(self) -> bool:
+        """Paused where closing it would run its code: inside a ``try``
+        with a handler (``finally``, ``except``, ``with``) or in ``yield
+        from`` (the inner one is closed).  The whole-body handler of 3.12+
+        (StopIteration to RuntimeError) runs nothing for GeneratorExit."""
+        if not self.started or self.done:
+            return False
+        from ..trace.frame import handler_for
+        f = self.frame
+        if self._delegating():
+            return True
+        entry = handler_for(f.code, f.current.offset)
+        if entry is None:
+            return False
+        target = f.instructions[f.index_of[entry.target]]
+        return not (target.opname == "CALL_INTRINSIC_1" and target.arg == 3)
 
     def python_type(self):
         import types
@@ -206,3 +229,15 @@ class GeneratorMethodValue(Value):
 
     def __repr__(self):
         return f"<generator method {self.name}>"
+
+
+def check_left_suspended(ctx) -> None:
+    """At the end of a trace: a generator made in it and left paused where
+    closing it runs code (a ``finally`` around the ``yield``) would run
+    that code in eager when it is freed (often as the frame returns); the
+    trace cannot place that, so the frame is not compiled."""
+    for gen in _MADE.get(ctx, ()):
+        if gen.cleanup_pending():
+            raise Unsupported(f"the generator {gen.frame.code.co_qualname} is left paused inside a try/with block "
+                              "(freeing it runs its finally/except code)",
+                              hint="exhaust or close() the generator inside the compiled function")
