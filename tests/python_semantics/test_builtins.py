@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import CASE_ARGS, case, compile_fn, t
-from python_semantics.support import run_case, xfail
+from python_semantics.support import run_case
 
 
 class Plain:
@@ -671,7 +671,7 @@ CASES = [
     case(zip_variants, X),
     case(zip_strict_ok, X),
     case(zip_tensors, [t(2), t(2)], [t(2), t(2)]),
-    case(map_filter_reversed, X, marks=xfail("str.join() of an iterator (reversed/map) is Unsupported")),
+    case(map_filter_reversed, X),
     case(iter_next_default, X),
     case(iter_over_tensors_manual, XS),
     case(iter_dict_and_str, X),
@@ -683,13 +683,13 @@ CASES = [
     case(type_identity, X, 3),
     case(type_identity, X, 2.5, id="type_identity_float"),
     case(type_name_and_call, X),
-    case(callable_checks, X, marks=xfail("callable(x.sum) (bound tensor method) is Unsupported")),
+    case(callable_checks, X),
     # attributes / id / hash
     case(getattr_setattr_in_frame, X),
     case(delattr_in_frame, X),
     case(getattr_on_tensor_and_module, X),
     case(getattr_bound_method, X),
-    case(id_comparisons, X, Y, marks=xfail("id() comparisons (id(a) == id(b)) are Unsupported")),
+    case(id_comparisons, X, Y),
     case(hash_of_constants, X),
     # more edge cases
     case(floor_semantics, X),

@@ -9,8 +9,8 @@ unpacking.
 import pytest
 import torch
 
-from helpers import CASE_ARGS, case, t
-from python_semantics.support import run_case, xfail
+from helpers import CASE_ARGS, USING_TORCH, case, t
+from python_semantics.support import run_case
 
 # --------------------------------------------------------------------------
 # generator functions (module level and nested)
@@ -335,12 +335,189 @@ def gen_expression_in_genfunc(x):
     return list(gen())
 
 
+def gen_send_yield_from(x):
+    # send() through `yield from` reaches the inner generator
+    def inner():
+        a = yield 1
+        b = yield a * 2
+        return a + b
+
+    def outer():
+        r = yield from inner()
+        yield r
+
+    g = outer()
+    first = next(g)
+    s1 = g.send(3)
+    s2 = g.send(4)
+    return x * s2, first, s1
+
+
+def gen_send_stop_value(x):
+    def gen():
+        v = yield 1
+        return v * 2
+
+    g = gen()
+    next(g)
+    try:
+        g.send(5)
+        out = None
+    except StopIteration as e:
+        out = e.value
+    try:
+        g.send(1)
+        again = "no"
+    except StopIteration as e:
+        again = e.value
+    return x + out, again
+
+
+def gen_send_tensor(x):
+    def running_sum():
+        acc = x * 0
+        while True:
+            v = yield acc
+            acc = acc + v
+
+    g = running_sum()
+    next(g)
+    g.send(x)
+    return g.send(x * 2)
+
+
+def gen_send_not_started(x):
+    def gen():
+        yield 1
+
+    try:
+        gen().send(1)
+        msg = None
+    except TypeError as e:
+        msg = str(e)
+    return x + 1, msg
+
+
+def gen_throw_handled(x):
+    def gen():
+        try:
+            yield 1
+        except ValueError as e:
+            yield len(str(e)) * 10
+
+    g = gen()
+    next(g)
+    return x + g.throw(ValueError("abc")), next(g, "finished")
+
+
+def gen_throw_unhandled(x):
+    def gen():
+        yield 1
+        yield 2
+
+    g = gen()
+    next(g)
+    try:
+        g.throw(KeyError("k"))
+        msg = None
+    except KeyError as e:
+        msg = str(e)
+    return x + 1, msg, next(g, "finished")
+
+
+def gen_throw_class_runs_finally(x):
+    log = []
+
+    def gen():
+        try:
+            yield 1
+        finally:
+            log.append("cleanup")
+
+    g = gen()
+    next(g)
+    try:
+        g.throw(ValueError)
+    except ValueError:
+        log.append("caught")
+    return x + len(log), log
+
+
+def gen_close_runs_finally(x):
+    log = []
+
+    def gen():
+        try:
+            yield 1
+            yield 2
+        finally:
+            log.append("closed")
+
+    g = gen()
+    next(g)
+    r = g.close()
+    g.close()
+    unstarted = gen()
+    unstarted.close()
+    return x + 1, log, r, next(g, "done"), next(unstarted, "never ran")
+
+
+def gen_close_ignored(x):
+    def gen():
+        try:
+            yield 1
+        except GeneratorExit:
+            yield 2
+        yield 3
+
+    g = gen()
+    next(g)
+    try:
+        g.close()
+        msg = None
+    except RuntimeError as e:
+        msg = str(e)
+    return x + 1, msg, next(g), next(g, "end")
+
+
+def gen_left_paused_in_finally(x):
+    # freeing g (as the frame returns) closes it: its finally runs then
+    log = []
+
+    def gen():
+        try:
+            yield 1
+        finally:
+            log.append("finally")
+
+    g = gen()
+    next(g)
+    return x + 1, log
+
+
+def gen_left_paused_outside_try(x):
+    log = []
+
+    def gen():
+        log.append("start")
+        yield 1
+        log.append("never")
+
+    g = gen()
+    next(g)
+    return x + 1, log
+
+
 # --------------------------------------------------------------------------
 # case table
 # --------------------------------------------------------------------------
 
 X = t(4)
 XS = [t(3), t(3), t(3)]
+#: torch.compile (2.13) gives up on these frames or answers differently from
+#: eager (the exception messages of send/throw/close): the corpus is checked
+#: against eager, so they run for armature only
+TORCH_DIFFERS = pytest.mark.skipif(USING_TORCH, reason="torch.compile differs from eager on generator.send/throw/close here")
 
 CASES = [
     # list comprehensions
@@ -370,7 +547,7 @@ CASES = [
     case(genexp_sum, X),
     case(genexp_any_all, X),
     case(genexp_min_max, X),
-    case(genexp_tuple_dict_join, X, graphs=0, marks=xfail("str.join() of a generator expression is Unsupported")),
+    case(genexp_tuple_dict_join, X, graphs=0),
     case(genexp_over_tensors, XS),
     case(genexp_next, X),
     case(genexp_nested, X),
@@ -392,8 +569,20 @@ CASES = [
     case(gen_infinite_break, X),
     case(gen_unpacking, X),
     case(gen_enumerate_generator, X),
-    case(gen_send_value, X, marks=xfail("generator.send() is Unsupported")),
+    case(gen_send_value, X),
     case(gen_expression_in_genfunc, X),
+    case(gen_send_yield_from, X, marks=TORCH_DIFFERS),
+    case(gen_send_stop_value, X, marks=TORCH_DIFFERS),
+    case(gen_send_tensor, X),
+    case(gen_send_not_started, X, marks=TORCH_DIFFERS),
+    case(gen_throw_handled, X, marks=TORCH_DIFFERS),
+    case(gen_throw_unhandled, X, marks=TORCH_DIFFERS),
+    case(gen_throw_class_runs_finally, X),
+    case(gen_close_runs_finally, X),
+    case(gen_close_ignored, X, marks=TORCH_DIFFERS),
+    # (the frame runs as Python: where eager frees g is not modelled)
+    case(gen_left_paused_in_finally, X, fullgraph=False, graphs=0, marks=TORCH_DIFFERS),
+    case(gen_left_paused_outside_try, X),
 ]
 
 

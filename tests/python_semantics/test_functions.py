@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers import CASE_ARGS, case, t
-from python_semantics.support import run_case, xfail
+from python_semantics.support import run_case
 
 # --------------------------------------------------------------------------
 # module-level helpers
@@ -705,7 +705,6 @@ def static_function_attrs(x):
 X = t(4)
 Y = t(4)
 XS = [t(3), t(3), t(3)]
-FN_ATTRS = xfail("function attributes (__name__, __doc__, __wrapped__, __module__) are Unsupported")
 
 CASES = [
     # nested functions and lambdas
@@ -757,7 +756,7 @@ CASES = [
     case(call_decorator_with_args, X),
     case(call_plain_decorated, X),
     case(decorator_defined_in_frame, X),
-    case(wraps_in_frame_call, X, marks=FN_ATTRS),
+    case(wraps_in_frame_call, X),
     # attributes of functions and bound methods
     case(function_class_attr, X),
     case(function_api_usage_name, X),

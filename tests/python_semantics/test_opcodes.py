@@ -1040,7 +1040,7 @@ CASES = [
     case(fstring_containers, X),
     case(fstring_as_dict_keys, X),
     case(fstring_expression, X),
-    case(percent_formatting, X, marks=xfail("str % dict (mapping formatting) is Unsupported")),
+    case(percent_formatting, X),
     case(str_format_method, X),
     case(format_builtin, X),
     case(fstring_object_dunder_format, X),
@@ -1090,7 +1090,7 @@ CASES = [
     case(import_collections_abc, X),
     case(import_operator, X),
     case(import_torch_inside, X),
-    case(import_os_path, X, marks=xfail("os.path.join/basename inline into posixpath and meet os.fspath (posix.fspath), an unknown C function")),
+    case(import_os_path, X),
     case(import_star_via_getattr, X),
     # loops, jumps, small statements
     case(for_else_no_break, X),

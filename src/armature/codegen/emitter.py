@@ -173,7 +173,9 @@ class _Temp:
 
 
 def _has_identity(value: Value) -> bool:
-    """Values whose reconstruction creates a new mutable object."""
+    """Values whose reconstruction creates a new object whose identity the
+    program can see (mutable, or compared with ``is``: a partial made in
+    the frame)."""
     if value.source is not None:
         return False
     from ..values.class_def import DecoratedFunctionValue, MadeClassValue
@@ -182,7 +184,8 @@ def _has_identity(value: Value) -> bool:
     from ..values.functions import CellValue, NestedFunctionValue
     from ..values.modules import NewModuleValue
     from ..values.objects import ObjectValue
+    from ..values.stdlib.functools import PartialValue
     from ..values.stdlib.itertools import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
                               IteratorValue, LazyIterator, NewModuleValue, MadeClassValue,
-                              DecoratedFunctionValue))
+                              DecoratedFunctionValue, PartialValue))

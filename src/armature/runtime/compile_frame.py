@@ -201,6 +201,8 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         try:
             try:
                 result = frame.run()
+                from ..values.generators import check_left_suspended
+                check_left_suspended(ctx)   # (their cleanup would run when eager frees them)
                 if frame.stopped_at_break:
                     emit_break(ctx, frame, body, from_callee=from_callee, backend=backend)
                 else:

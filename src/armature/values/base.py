@@ -101,12 +101,9 @@ class CallableConstantValue(Value):
         return self.fn
 
     def getattr(self, tx, name):
-        if name in ("__name__", "__qualname__", "__module__", "__doc__") and not isinstance(self.fn, type) \
-                and not hasattr(self.fn, "__dict__"):
-            # a builtin's names cannot change: constants (``func.__name__`` in a __torch_function__)
-            from .constant import ConstantValue
-            return ConstantValue(getattr(self.fn, name, None))
-        return super().getattr(tx, name)
+        # (``func.__name__`` in a __torch_function__, ``fn.__wrapped__``...)
+        from .functions import callable_constant_attribute
+        return callable_constant_attribute(tx, self, name)
 
 
 class _Null(Value):

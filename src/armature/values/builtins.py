@@ -429,11 +429,13 @@ def _callable(tx, obj):
     if obj.is_python_constant():
         return ConstantValue(callable(obj.as_python_constant()))
     from .functions import _Function, BoundMethodValue
-    from .tensor import TensorValue
     from .containers import _Sequence
-    if isinstance(obj, (_Function, BoundMethodValue)):
-        return ConstantValue(True)
-    if isinstance(obj, (TensorValue, _Sequence, DictValue)):
+    from .constant import ConstantMethodValue
+    from .containers import BoundContainerMethod
+    from .tensor import TensorMethodValue
+    if isinstance(obj, (_Function, BoundMethodValue, ConstantMethodValue, BoundContainerMethod, TensorMethodValue)):
+        return ConstantValue(True)   # (methods: ``callable(x.sum)``)
+    if isinstance(obj, (_Sequence, DictValue)) and obj.python_type() in (list, tuple, dict):
         return ConstantValue(False)
     return ConstantValue(any("__call__" in k.__dict__ for k in obj.python_type().__mro__[:-1]))
 
@@ -540,27 +542,10 @@ def _print(tx, *args, **kwargs):
 
 @rule(id)
 def _id(tx, obj):
-    """id() of an object that existed before the frame: guarded to be the
-    same object on later calls, so the number is a constant of the entry."""
-    from ..guards.guard import Guard, Kind
-    real = _real_object(obj)
-    if real is _NO_OBJECT or obj.source is None:
-        raise Unsupported("id() of an object created inside the compiled function",
-                          hint="identity of new objects is only known at run time")
-    tx.ctx.guards.add(Guard(Kind.ID_MATCH, obj.source, real))
-    return ConstantValue(id(real))
-
-
-_NO_OBJECT = object()
-
-
-def _real_object(v):
-    for attr in ("fn", "mod", "cls", "obj", "module"):
-        if hasattr(v, attr) and getattr(v, attr) is not None:
-            return getattr(v, attr)
-    if isinstance(v, ConstantValue):
-        return v.value
-    return _NO_OBJECT
+    """id(): values/identity.py (an IdValue, or the guarded number of an
+    object fixed for the entry)."""
+    from .identity import id_of
+    return id_of(tx, obj)
 
 
 @rule(types.CellType)
@@ -671,12 +656,14 @@ def _logger_is_enabled_for(tx, logger, level):
 def _signature(tx, obj, *args, **kwargs):
     """inspect.signature of a function that existed before the frame: the
     real Signature, a constant (the function itself is identity-guarded)."""
-    from .functions import BoundMethodValue, UserFunctionValue
+    from .functions import BoundMethodValue, NestedFunctionValue, UserFunctionValue
     real = None
     if isinstance(obj, UserFunctionValue):
         real = obj.fn
     elif isinstance(obj, BoundMethodValue) and isinstance(obj.func, UserFunctionValue):
         real = obj.func.fn
+    elif isinstance(obj, NestedFunctionValue):
+        real = obj.signature_stand_in(tx)
     if real is None:
         raise Unsupported(f"inspect.signature() of {obj}")
     a, k = [x.as_python_constant() for x in args], {n: v.as_python_constant() for n, v in kwargs.items()}
@@ -688,5 +675,8 @@ def _signature(tx, obj, *args, **kwargs):
 
 
 from . import state_queries as _state_queries  # noqa: E402
+from . import strings as _strings  # noqa: E402
+
+_strings.register(RULES)
 
 _state_queries.register(RULES)

@@ -50,6 +50,9 @@ class ConstantValue(Value):
         except AttributeError as e:
             from ..diagnostics.errors import user_error
             raise user_error(AttributeError, str(e))
+        if name == "__class__":   # (``s.__class__.__name__``: the class itself, not a method)
+            from .builder import wrap
+            return wrap(tx.ctx, attr, None)
         if callable(attr) and not isinstance(self.value, FOLDABLE_TYPES + (_torch_meta_types())):
             raise Unsupported(f"method {name!r} of {type(self.value).__name__}")
         if callable(attr):
@@ -77,6 +80,8 @@ class ConstantMethodValue(Value):
 
     def call(self, tx, args, kwargs):
         from .containers import unwrap_constants
+        from .strings import method_arguments
+        args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
         a, k = unwrap_constants(args, kwargs, what=f"{type(self.obj.value).__name__}.{self.name}()")
         try:
             result = getattr(self.obj.value, self.name)(*a, **k)

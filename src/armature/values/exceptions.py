@@ -58,6 +58,10 @@ class ExceptionValue(Value):
             if self.context is RUNTIME_CONTEXT:
                 raise Unsupported("the __context__ of an exception raised while the caller handles one")
             return self.context if self.context is not None else ConstantValue(None)
+        if name == "value" and issubclass(self.cls, StopIteration) and \
+                all("value" not in vars(k) for k in self.cls.__mro__ if k is not StopIteration):
+            # StopIteration.value: its first argument (what a generator returned)
+            return self.args[0] if self.args else ConstantValue(None)
         if name == "__traceback__":
             raise Unsupported("the traceback of an exception raised while tracing")
         from .objects import _MISSING, bind_attr, find_class_attr

@@ -290,14 +290,39 @@ def _wrap_default(value, source, ctx):
     return LazyValue(value, source, ctx)
 
 
+#: attributes of a function that assignment replaces (data descriptors of
+#: the function type) and what CPython requires of the new value
+_WRITABLE = {"__name__": str, "__qualname__": str, "__doc__": None, "__module__": None,
+             "__defaults__": tuple, "__kwdefaults__": dict, "__annotations__": dict, "__dict__": dict,
+             "__type_params__": tuple}
+_SET_ERRORS = {"__name__": "__name__ must be set to a string object",
+               "__qualname__": "__qualname__ must be set to a string object",
+               "__defaults__": "__defaults__ must be set to a tuple object",
+               "__kwdefaults__": "__kwdefaults__ must be set to a dict object",
+               "__annotations__": "__annotations__ must be set to a dict object",
+               "__type_params__": "__type_params__ must be set to a tuple"}
+
+
 class NestedFunctionValue(_Function):
-    """A function created while tracing by ``MAKE_FUNCTION``."""
+    """A function created while tracing by ``MAKE_FUNCTION``.  It is the
+    trace's own object, so its attributes are modelled here: what
+    MAKE_FUNCTION gave it, assignments to the writable ones (``__name__``,
+    ``__doc__``, ``__defaults__``... as ``functools.wraps`` makes them), and
+    its ``__dict__`` (a DictValue, created on first use, holding
+    ``__wrapped__`` and user attributes).  Rebuilt after the graph, the real
+    function gets the same attributes and that very dict."""
 
     def __init__(self, code: types.CodeType, f_globals: dict, defaults: Value | None,
                  kwdefaults: Value | None, closure: tuple[Value, ...]):
         super().__init__()
         self.code, self.f_globals = code, f_globals
         self._defaults, self._kwdefaults, self.closure = defaults, kwdefaults, closure
+        #: the annotations MAKE_FUNCTION got (a tuple of names and values), if any
+        self.annotations: Value | None = None
+        #: assigned __name__/__qualname__/__doc__/__module__/__type_params__, and
+        #: the __annotations__ dict once read or assigned
+        self.assigned: dict[str, Value] = {}
+        self.dict_value: Value | None = None
 
     def defaults(self, ctx):
         d = list(self._defaults.items) if self._defaults is not None else []
@@ -307,15 +332,39 @@ class NestedFunctionValue(_Function):
     def closure_cells(self, ctx=None):
         return self.closure
 
+    def instance_dict(self):
+        from .containers import DictValue
+        if self.dict_value is None:
+            self.dict_value = DictValue({})
+        return self.dict_value
+
+    def _annotations(self, tx) -> Value:
+        """``__annotations__``: made from MAKE_FUNCTION's tuple (or empty)
+        on first read, then the same dict (as func_get_annotations does)."""
+        got = self.assigned.get("__annotations__")
+        if got is None:
+            from .containers import DictValue
+            items = tx.iterate(self.annotations) if self.annotations is not None else []
+            pairs = {}
+            for i in range(0, len(items) - 1, 2):
+                key = items[i]
+                if not key.is_python_constant():
+                    raise Unsupported("an annotation name that is not a constant")
+                pairs[key.as_python_constant()] = items[i + 1]
+            got = self.assigned["__annotations__"] = DictValue(pairs)
+        return got
+
     def getattr(self, tx, name):
-        """What ``MAKE_FUNCTION`` gave the new function.  Its ``__dict__``
-        starts empty and stores to it are not modelled (a graph break), so
-        an attribute it lacks is an AttributeError."""
+        """``function.__getattribute__``: the function type's data
+        descriptors, then the instance ``__dict__``, then the type's
+        methods."""
         from .builder import wrap
         from .containers import TupleValue
         code = self.code
         if name == "__class__":
             return wrap(tx.ctx, types.FunctionType, None)
+        if name in self.assigned and name != "__annotations__":
+            return self.assigned[name]
         if name in ("__name__", "__qualname__"):
             return ConstantValue(code.co_name if name == "__name__" else code.co_qualname)
         if name == "__module__":
@@ -334,29 +383,146 @@ class NestedFunctionValue(_Function):
             return self._kwdefaults if self._kwdefaults is not None else ConstantValue(None)
         if name == "__closure__":
             return TupleValue(list(self.closure)) if self.closure else ConstantValue(None)
+        if name == "__dict__":
+            return self.instance_dict()
+        if name == "__annotations__":
+            return self._annotations(tx)
+        if name == "__type_params__" and name in _FUNCTION_DATA_ATTRS:
+            return ConstantValue(())   # (3.12+; MAKE_FUNCTION of a generic function is not modelled)
+        if name in _FUNCTION_DATA_ATTRS:
+            raise Unsupported(f"attribute {name!r} of a function made in a compiled frame")
+        if self.dict_value is not None and name in self.dict_value.items:
+            return self.dict_value.items[name]
         if _type_has(types.FunctionType, name):
             raise Unsupported(f"attribute {name!r} of a function made in a compiled frame")
         raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
 
+    def setattr(self, tx, name, value):
+        """``f.name = value`` on a function made in the frame (no side
+        effect: the function is the trace's own)."""
+        from .base import realize
+        from .containers import DictValue, TupleValue
+        value = realize(tx.ctx, value)
+        if name in _FUNCTION_DATA_ATTRS and name not in _WRITABLE or name == "__class__":
+            raise Unsupported(f"assigning {name!r} of a function made in a compiled frame")
+        if name not in _WRITABLE:
+            self.instance_dict().items[name] = value
+            return
+        kind = _WRITABLE[name]
+        is_none = value.is_python_constant() and value.as_python_constant() is None
+        if kind is str:
+            if not (value.is_python_constant() and type(value.as_python_constant()) is str):
+                raise user_error(TypeError, _SET_ERRORS[name])
+            self.assigned[name] = value
+        elif name == "__defaults__":
+            if is_none:
+                self._defaults = None
+            elif isinstance(value, TupleValue) and value.cls is tuple:
+                self._defaults = value
+            elif value.is_python_constant() and type(value.as_python_constant()) is tuple:
+                self._defaults = TupleValue([ConstantValue(v) for v in value.as_python_constant()])
+            else:
+                raise user_error(TypeError, _SET_ERRORS[name])
+        elif name == "__kwdefaults__":
+            if is_none:
+                self._kwdefaults = None
+            elif type(value) is DictValue and value.cls is dict:
+                self._kwdefaults = value
+            else:
+                raise user_error(TypeError, _SET_ERRORS[name])
+        elif name in ("__dict__", "__annotations__"):
+            if not (type(value) is DictValue and value.cls is dict):
+                if name == "__dict__":
+                    raise user_error(TypeError, f"__dict__ must be set to a dictionary, not a "
+                                                f"'{value.python_type().__name__}'")
+                raise user_error(TypeError, _SET_ERRORS[name])
+            if name == "__dict__":
+                self.dict_value = value
+            else:
+                self.assigned[name] = value
+        elif name == "__type_params__":
+            if not (isinstance(value, TupleValue) and value.cls is tuple
+                    or value.is_python_constant() and type(value.as_python_constant()) is tuple):
+                raise user_error(TypeError, _SET_ERRORS[name])
+            self.assigned[name] = value
+        else:   # __doc__, __module__: any object
+            self.assigned[name] = value
+
+    def signature_stand_in(self, tx):
+        """A real function with this one's code, defaults, keyword defaults
+        and annotations, for ``inspect.signature`` (which reads only
+        those), or None when one of them is not a constant or the function
+        has attributes inspect would follow (``__wrapped__``,
+        ``__signature__``)."""
+        if self.dict_value is not None and self.dict_value.items:
+            return None
+        parts = [self._defaults, self._kwdefaults, self.assigned.get("__annotations__", self.annotations)]
+        if any(p is not None and not p.is_python_constant() for p in parts):
+            return None
+        defaults, kwdefaults, annotations = (p.as_python_constant() if p is not None else None for p in parts)
+        cells = tuple(types.CellType() for _ in self.code.co_freevars) or None
+        fn = types.FunctionType(self.code, {}, self.code.co_name, defaults, cells)
+        fn.__kwdefaults__ = kwdefaults
+        if type(annotations) is tuple:
+            annotations = dict(zip(annotations[::2], annotations[1::2]))
+        fn.__annotations__ = annotations or {}
+        return fn
+
+    def delattr(self, tx, name):
+        if name in _FUNCTION_DATA_ATTRS or name == "__class__":
+            raise Unsupported(f"deleting {name!r} of a function made in a compiled frame")
+        d = self.instance_dict()
+        if name not in d.items:
+            raise user_error(AttributeError, f"'function' object has no attribute {name!r}")
+        del d.items[name]
+
     def reconstruct(self, out):
         from ..runtime import replay
+        extra = {k: v for k, v in self.assigned.items()}
+        if self.annotations is not None and "__annotations__" not in extra:
+            extra["__annotations__"] = self.annotations   # (a tuple of names and values)
+        if self.dict_value is not None:
+            extra["__dict__"] = self.dict_value
+        if extra:
+            out.instr("PUSH_NULL")
+            out.load_const(set_function_attributes)
         out.instr("PUSH_NULL")
         out.load_const(replay.make_function)
         out.load_const(self.code)
         out.load_const(self.f_globals)
         out.load_const(self.code.co_name)
         defaults, kwdefaults = self.defaults(None)
-        for d in defaults:
-            out.reconstruct(d)
-        out.instr("BUILD_TUPLE", len(defaults))
+        if self._defaults is None:
+            out.load_const(None)   # (not (): __defaults__ stays None)
+        else:
+            for d in defaults:
+                out.reconstruct(d)
+            out.instr("BUILD_TUPLE", len(defaults))
         out.build_map(kwdefaults)
         for c in self.closure:
             out.reconstruct(c)
         out.instr("BUILD_TUPLE", len(self.closure))
         out.call(6)
+        if extra:
+            out.load_const(tuple(extra))
+            for v in extra.values():
+                out.reconstruct(v)
+            out.instr("BUILD_TUPLE", len(extra))
+            out.call(3)
 
     def __repr__(self):
         return f"<nested function {self.code.co_qualname}>"
+
+
+def set_function_attributes(fn, names: tuple, values: tuple):
+    """Residual code: give a function rebuilt after the graph the
+    attributes the trace assigned (``__dict__`` is the rebuilt dict
+    itself, so the function and any other holder of it share one)."""
+    for name, value in zip(names, values):
+        if name == "__annotations__" and type(value) is tuple:   # MAKE_FUNCTION's form
+            value = dict(zip(value[::2], value[1::2]))
+        setattr(fn, name, value)
+    return fn
 
 
 class BoundMethodValue(Value):
@@ -405,3 +571,81 @@ class BoundMethodValue(Value):
     def __repr__(self):
         return f"<bound method {self.func!r} of {self.obj!r}>"
 
+
+
+#: attribute values of a C function that are answered as constants
+_FIXED_ATTR_TYPES = (str, int, bool, type(None))
+
+
+def callable_constant_attribute(tx, value, name: str) -> Value:
+    """``fn.name`` for a fixed callable (a builtin, a torch function, a
+    method descriptor).  A Python function's attributes are read as a user
+    function's are (guarded through its source); a C function has no
+    instance dict and fixed attributes, so its names and docstring are
+    constants and a missing attribute is an AttributeError."""
+    fn = value.fn
+    if isinstance(fn, types.FunctionType):
+        return UserFunctionValue(fn, value.source).getattr(tx, name)
+    if isinstance(fn, type) or hasattr(fn, "__dict__"):
+        raise Unsupported(f"attribute {name!r} of {value}")
+    try:
+        attr = getattr(fn, name)
+    except AttributeError as e:
+        raise user_error(AttributeError, str(e))
+    if type(attr) in _FIXED_ATTR_TYPES:
+        return ConstantValue(attr)
+    if name in ("__self__", "__objclass__") and isinstance(attr, (type, types.ModuleType)):
+        from .builder import wrap
+        return wrap(tx.ctx, attr, None)
+    raise Unsupported(f"attribute {name!r} of {value}")
+
+
+def _class_attribute(cls: type, name: str):
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name], klass
+    return None, None
+
+
+def tensor_method_type(tensor_cls: type, name: str) -> type:
+    """``type(t.name)`` for a method of a tensor: a bound builtin method for
+    torch's C methods, a bound method for the Python ones."""
+    raw, _ = _class_attribute(tensor_cls, name)
+    if isinstance(raw, types.FunctionType):
+        return types.MethodType
+    if isinstance(raw, types.MethodDescriptorType):
+        return types.BuiltinMethodType
+    if isinstance(raw, types.WrapperDescriptorType):
+        return types.MethodWrapperType
+    raise Unsupported(f"the type of the tensor attribute {name!r}")
+
+
+def tensor_method_attribute(tx, method, name: str) -> Value:
+    """``t.name.attr`` for a tensor method ``t.name`` of torch's own tensor
+    classes: ``__self__`` is the tensor; the names and the docstring are the
+    class attribute's (a bound C method's ``__qualname__`` names the
+    tensor's class, as meth_get__qualname__ makes it)."""
+    import torch
+    from .builder import wrap
+    cls = method.tensor.python_type()
+    raw, owner = _class_attribute(cls, method.name)
+    if raw is None or not (owner.__module__ or "").startswith("torch"):
+        raise Unsupported(f"attribute {name!r} of {method} (a method not defined by torch)")
+    if name == "__self__":
+        return method.tensor
+    if name == "__class__":
+        return wrap(tx.ctx, tensor_method_type(cls, method.name), None)
+    if isinstance(raw, types.FunctionType):
+        if name == "__func__":
+            return wrap(tx.ctx, raw, None)
+        return UserFunctionValue(raw, None).getattr(tx, name)
+    if name == "__qualname__":
+        return ConstantValue(f"{cls.__qualname__}.{raw.__name__}")
+    if name == "__module__":
+        return ConstantValue(None)
+    if name in ("__name__", "__doc__", "__text_signature__"):
+        return ConstantValue(getattr(raw, name))
+    if not hasattr(getattr(torch.empty(0), method.name), name):
+        raise user_error(AttributeError, f"'{tensor_method_type(cls, method.name).__name__}' object has no "
+                                         f"attribute {name!r}")
+    raise Unsupported(f"attribute {name!r} of {method}")

@@ -148,6 +148,12 @@ def make_key(v: Value, tx=None) -> Any:
             if type(v) is ConstantValue or _plain(obj):
                 return obj          # rebuilt as ConstantValue(obj), as it was made
             return ValueKey(v, obj)
+    from .identity import IdValue
+    if isinstance(v, IdValue):   # (seen.add(id(obj)))
+        if tx is None:
+            raise Unsupported(f"dict key {v} outside a frame")
+        from .identity import key_of
+        return key_of(tx, v)
     from .containers import TupleValue
     if isinstance(v, TupleValue):
         parts = tuple(_ident_of(make_key(i, tx)) for i in v.items)

@@ -189,6 +189,11 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     if is_constant_tree(a) and is_constant_tree(b):
         from .builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    if base is operator.mod:
+        from .strings import percent_format   # ("%(k)s" % {"k": v})
+        formatted = percent_format(tx, a, b)
+        if formatted is not None:
+            return formatted
     ca, cb = _specialize_tree(tx, a), _specialize_tree(tx, b)
     if (ca is not a or cb is not b) and is_constant_tree(ca) and is_constant_tree(cb):
         # symbolic numbers inside (``size[:-1] + (self.nf,)``): use their values
@@ -261,6 +266,10 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = concrete(tx, a), concrete(tx, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         return numpy_ops.compare(tx, op, a, b)
+    from .identity import compare as compare_ids
+    ids = compare_ids(tx, op, a, b)   # (id(a) == id(b))
+    if ids is not None:
+        return ids
     from .objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         name, rname = _COMPARE_DUNDERS[op]
@@ -317,6 +326,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
     from .objects import ObjectValue
     if isinstance(a, (ListValue, DictValue, SetValue, ObjectValue)) or \
             isinstance(b, (ListValue, DictValue, SetValue, ObjectValue)):
+        _guard_distinct_inputs(tx, a, b)
         return False  # distinct Values of mutable objects are distinct objects
     if ca and cb:
         return a.as_python_constant() is b.as_python_constant()
@@ -330,14 +340,30 @@ def is_same(tx, a: Value, b: Value) -> bool:
                 and not isinstance(other, SymbolicNumberValue) and other.python_type() is not type(c.value):
             return False
     if not ca and not cb:
+        _guard_distinct_inputs(tx, a, b)
         return False
     raise Unsupported(f"identity comparison of {a} and {b}")
+
+
+def _guard_distinct_inputs(tx, a: Value, b: Value) -> None:
+    """Two objects from outside the frame that the trace saw as two Values
+    (so as distinct objects) must stay distinct on later calls: ``x is y``
+    was False because they were, not by construction."""
+    from .identity import made_per_call
+    if a.source is not None and b.source is not None and not made_per_call(a.source) \
+            and not made_per_call(b.source):
+        from ..guards.guard import Guard, Kind
+        tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
 
 
 def values_equal(tx, a: Value, b: Value) -> bool:
     a, b = concrete(tx, a), concrete(tx, b)
     if a is b:  # PyObject_RichCompareBool's identity shortcut (tensors included)
         return True
+    from .identity import compare as compare_ids
+    ids = compare_ids(tx, operator.eq, a, b)   # (id(a) in [id(b), ...])
+    if ids is not None:
+        return ids.value
     from .containers import DictViewValue
     from .objects import InstanceDictValue
     if isinstance(a, (DictViewValue, InstanceDictValue)):

@@ -221,6 +221,14 @@ class TensorMethodValue(Value):
             return t
         return result
 
+    def python_type(self):
+        from .functions import tensor_method_type
+        return tensor_method_type(self.tensor.python_type(), self.name)
+
+    def getattr(self, tx, name):
+        from .functions import tensor_method_attribute
+        return tensor_method_attribute(tx, self, name)
+
     def reconstruct(self, out):
         out.reconstruct(self.tensor)
         out.instr("LOAD_ATTR", self.name)

@@ -99,6 +99,10 @@ def is_graph_function(obj: Any) -> bool:
         self_ = getattr(obj, "__self__", None)
         return isinstance(self_, types.ModuleType) and self_.__name__.startswith("torch._C")
     if isinstance(obj, types.FunctionType):
+        # the module the code was defined in (its globals), not __module__,
+        # which functools.wraps(torch.relu) copies onto a user's function
+        mod = obj.__globals__.get("__name__")
+        mod = mod if type(mod) is str else ""
         return mod in _GRAPH_PY_MODULES or mod.startswith(("torch.linalg", "torch.fft", "torch.special"))
     return False
 

@@ -118,12 +118,13 @@ def make_function(f, inst):
     flags = inst.arg
     code = f.pop().as_python_constant()
     closure = f.pop() if flags & 0x08 else None
-    if flags & 0x04:
-        f.pop()  # annotations: not needed to run the function
+    annotations = f.pop_raw() if flags & 0x04 else None   # (read only through __annotations__)
     kwdefaults = f.pop() if flags & 0x02 else None
     defaults = f.pop() if flags & 0x01 else None
     cells = tuple(closure.items) if closure is not None else ()
-    f.push(NestedFunctionValue(code, f.f_globals, _defaults_value(defaults), kwdefaults, cells))
+    fn = NestedFunctionValue(code, f.f_globals, _defaults_value(defaults), kwdefaults, cells)
+    fn.annotations = annotations
+    f.push(fn)
 
 
 @opcode("MAKE_FUNCTION", since=(3, 13))
@@ -145,7 +146,8 @@ def set_function_attribute(f, inst):
         fn._kwdefaults = attr
     elif inst.arg == 0x08:
         fn.closure = tuple(attr.items)
-    # 0x04, annotations: not needed to run the function
+    elif inst.arg == 0x04:
+        fn.annotations = attr   # (read only through __annotations__)
     f.push(fn)
 
 

@@ -9,7 +9,7 @@ discipline exactly (the same for these opcodes on 3.11 to 3.13, except
 """
 from __future__ import annotations
 
-from ...diagnostics.errors import Unsupported, UserException
+from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...values.constant import ConstantValue
 from ...values.exceptions import ExcInfoSlot, ExceptionValue
 from ..pyversion import opcode
@@ -133,10 +133,15 @@ def get_yield_from_iter(f, inst):
 
 def _send_next(f):
     """The inner iterator's next value, or None when it is exhausted."""
+    from ...values.generators import GeneratorValue
     sent = f.pop()
-    if not (sent.is_python_constant() and sent.as_python_constant() is None):
-        raise Unsupported("sending a value into a generator (generator.send)")
     receiver = f.stack[-1]
+    if not (sent.is_python_constant() and sent.as_python_constant() is None):
+        if not isinstance(receiver, GeneratorValue):
+            raise Unsupported("sending a value into an iterator that is not a generator (generator.send)")
+        if not receiver.started and not receiver.done:
+            raise user_error(TypeError, "can't send non-None value to a just-started generator")
+        return receiver, receiver.resume(f, sent)   # (generator.send through `yield from`)
     return receiver, receiver.next(f)
 
 

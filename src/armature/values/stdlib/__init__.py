@@ -1,5 +1,5 @@
 """Models of standard-library objects, one module per library module:
-functools, operator, itertools, math, collections (OrderedDict, defaultdict,
+functools, operator, itertools, math, os (fspath, os.path), collections (OrderedDict, defaultdict,
 deque), namedtuple, enum, dataclasses, typing; lazy_builtins holds the lazy
 zip/enumerate/map/filter.
 
@@ -30,4 +30,5 @@ from . import dataclasses  # noqa: F401
 from . import typing  # noqa: F401
 from . import copy  # noqa: F401
 from . import abc  # noqa: F401
+from . import os  # noqa: F401
 from .common import wrap_special  # noqa: F401

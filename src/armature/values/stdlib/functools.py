@@ -40,11 +40,34 @@ class PartialValue(Value):
             return self.args
         if name == "keywords":
             return self.keywords
+        if self.source is None and getattr(self, "real", None) is None:
+            # made in the frame: its instance __dict__ starts empty (stores to
+            # the partial are not modelled), so the class's plain attributes
+            # answer (``__module__``, ``__doc__``, ``__dict__``: what
+            # functools.wraps(p) reads)
+            if name == "__dict__":
+                if getattr(self, "instance_dict", None) is None:
+                    self.instance_dict = DictValue({})
+                return self.instance_dict
+            d = getattr(self, "instance_dict", None)
+            if d is not None and name in d.items:
+                return d.items[name]
+            owner = next((k for k in functools.partial.__mro__ if name in vars(k)), None)
+            if owner is None:
+                raise user_error(AttributeError, f"'functools.partial' object has no attribute {name!r}")
+            if type(vars(owner)[name]) in (str, type(None)):
+                from ..constant import ConstantValue
+                return ConstantValue(vars(owner)[name])
         raise Unsupported(f"attribute {name!r} of a functools.partial")
 
     def reconstruct(self, out):
         if self.source is not None:
             return self.source.emit(out)
+        d = getattr(self, "instance_dict", None)
+        if d is not None:   # (the frame read p.__dict__: the rebuilt partial gets that very dict)
+            from ..functions import set_function_attributes
+            out.instr("PUSH_NULL")
+            out.load_const(set_function_attributes)
         out.instr("PUSH_NULL")
         out.load_const(functools.partial)
         out.reconstruct(self.func)
@@ -53,6 +76,11 @@ class PartialValue(Value):
         out.instr("BUILD_TUPLE", 1 + len(self.args.items))
         out.build_map(self.keywords.items)
         out.instr("CALL_FUNCTION_EX", 1)
+        if d is not None:
+            out.load_const(("__dict__",))
+            out.reconstruct(d)
+            out.instr("BUILD_TUPLE", 1)
+            out.call(3)
 
     def __repr__(self):
         return f"<partial {self.func!r}>"
@@ -73,7 +101,9 @@ def _make_partial(tx, *args, **kwargs):
     kw: dict[str, Value] = {}
     if isinstance(func, PartialValue):
         real = getattr(func, "real", None)
-        if real is None or not _partial_has_instance_dict(real):
+        has_dict = _partial_has_instance_dict(real) if real is not None else \
+            getattr(func, "instance_dict", None) is not None   # (reading p.__dict__ made one)
+        if not has_dict:
             pargs = list(func.args.items) + pargs
             kw = dict(func.keywords.items)
             func = func.func

@@ -1,5 +1,5 @@
-"""The builtins ``zip``, ``enumerate``, ``map`` and ``filter`` as lazy
-iterators.
+"""The builtins ``zip``, ``enumerate``, ``map``, ``filter`` and the
+two-argument ``iter(callable, sentinel)`` as lazy iterators.
 
 builtins.py materializes its arguments for these; that consumes a shared
 iterator too far and cannot take an infinite one.  These follow
@@ -122,6 +122,49 @@ class FilterIterator(LazyIterator):
         return filter, [self.func, self.it]
 
 
+class CallableIterator(LazyIterator):
+    """``iter(callable, sentinel)`` (Objects/iterobject.c calliter_iternext):
+    each step calls ``callable()``; a result equal to ``sentinel`` (identity
+    first, then ``==``) ends it, as does a StopIteration from the call."""
+
+    py_type = type(iter(int, 1))
+
+    def __init__(self, func: Value, sentinel: Value):
+        super().__init__()
+        self.func, self.sentinel = func, sentinel
+        self.exhausted = False
+
+    def next(self, tx):
+        from ...diagnostics.errors import UserException
+        from ..operators import values_equal
+        if self.exhausted:
+            return None
+        try:
+            v = self.func.call(tx, [], {})
+        except UserException as e:
+            if issubclass(e.exc_type, StopIteration):
+                self.exhausted = True
+                return None
+            raise
+        if values_equal(tx, v, self.sentinel):
+            self.exhausted = True
+            return None
+        return v
+
+
+def lazy_iter(tx, obj, *sentinel, **kwargs):
+    _no_kwargs("iter", kwargs)
+    if len(sentinel) > 1:
+        raise user_error(TypeError, f"iter expected at most 2 arguments, got {1 + len(sentinel)}")
+    if not sentinel:
+        return tx.get_iter(obj)
+    from .common import _callable
+    func = _r(tx, obj)
+    if not _callable(tx, func):
+        raise user_error(TypeError, "iter(v, w): v must be callable")
+    return CallableIterator(func, _r(tx, sentinel[0]))
+
+
 def _strict_zip(*its):
     return zip(*its, strict=True)
 
@@ -164,3 +207,4 @@ RULES[zip] = lazy_zip
 RULES[enumerate] = lazy_enumerate
 RULES[map] = lazy_map
 RULES[filter] = lazy_filter
+RULES[iter] = lazy_iter
