@@ -432,7 +432,12 @@ ORACLE = [unique_weights_by_id, join_dict_and_views, join_of_shapes, join_genera
 @armature_only   # (compares armature's counts with torch.compile's)
 def test_graph_counts_match_torch_compile(fn):
     make = (lambda: (Tied(), torch.randn(2, 3))) if fn is unique_weights_by_id else _one_tensor
-    check_against_oracle(fn, make, calls=3)
+    fewer = None
+    if fn is unique_weights_by_id:
+        # a new module per call: torch.compile guards its parameters by id (a
+        # graph per module); armature's second entry serves any instance
+        fewer = (2, "torch.compile recompiles for each new module")
+    check_against_oracle(fn, make, calls=3, fewer_than_oracle=fewer)
 
 
 @armature_only

@@ -21,7 +21,7 @@ import types
 
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value, realize
-from ..builtins import RULES, fold_call
+from ..builtins import PURE_BUILTINS, RULES, fold_call
 from ..constant import ConstantValue
 
 #: functions of os.path that depend on nothing but their arguments
@@ -91,3 +91,9 @@ for _name in _PURE_PATH_FUNCTIONS:
     _fn = getattr(os.path, _name, None)
     if _fn is not None:
         RULES[_fn] = _path_rule(_fn)
+# 3.13's os.path.normpath is posix._path_normpath itself, a C function (pure:
+# folded on str arguments)
+_c_normpath = getattr(__import__(os.name), "_path_normpath", None)
+if _c_normpath is not None:
+    PURE_BUILTINS.add(_c_normpath)
+    RULES[_c_normpath] = _path_rule(_c_normpath)
