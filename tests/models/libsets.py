@@ -5,6 +5,10 @@
 * old: torch 2.13.0 (CPU), torchvision 0.28.0, transformers 4.57.6,
   timm 1.0.29 (.venv-models-old).
 
+The current set also runs on CPython 3.13 (.venv-models-py313, `./dev models
+--python 3.13`); the set is told apart by the library versions alone, so the
+same expectations apply on both Pythons.
+
 The old set's torchvision wheel (PyPI) is built for the CUDA torch 2.13.0: its
 compiled ops (``torchvision::nms`` and friends) do not load next to the CPU
 torch, and ``import torchvision`` fails in ``torchvision._meta_registrations``,
@@ -79,8 +83,10 @@ torchvision_ops_stubbed = False
 
 
 def describe() -> str:
-    """One line naming the library set and versions of this process."""
+    """One line naming the library set, the versions and the Python of this
+    process (`./dev models --python 3.13` runs the current set on 3.13)."""
     import importlib.metadata as md
+    import platform
     parts = []
     for dist in ("torch", "torchvision", "transformers", "timm"):
         try:
@@ -90,4 +96,5 @@ def describe() -> str:
     parts[0] = f"{current()}: {parts[0]}"
     if torchvision_ops_stubbed:
         parts.append("(torchvision without _meta_registrations)")
+    parts.append(f"Python {platform.python_version()}")
     return ", ".join(parts)
