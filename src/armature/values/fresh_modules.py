@@ -41,7 +41,7 @@ import torch
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind, TensorMeta
 from ..guards.sources import AttrSource, ModuleMemberSource, Source
-from .modules import ModuleValue, NewModuleValue
+from .modules import ModuleValue, NewModuleValue, emit_construct
 
 LOCAL_PREFIX = "___armature_new_module_"
 
@@ -235,10 +235,6 @@ def _register(ctx, value, cls_value, args, kwargs) -> None:
     todo.append(_Construction(src, cls_value, args, kwargs))
 
 
-def _construct(cls, args, kwargs):
-    return cls(*args, **kwargs)
-
-
 def emit_setup(ctx):
     """The setup of a transformed function: the modules made in the frame,
     built in program order (an Emitter), or None when there are none."""
@@ -249,14 +245,7 @@ def emit_setup(ctx):
     out = Emitter()
     out._ntemps = 1_000_000   # (its temporaries never meet the body's)
     for c in todo:
-        out.instr("PUSH_NULL")
-        out.load_const(_construct)
-        out.reconstruct(c.cls_value)
-        for a in c.args:
-            out.reconstruct(a)
-        out.instr("BUILD_TUPLE", len(c.args))
-        out.build_map(c.kwargs)
-        out.call(3)
+        emit_construct(out, c.cls_value, c.args, c.kwargs)
         out.instr("STORE_FAST", c.source.name)
     if out.graph_outputs:   # pragma: no cover - arguments are constants and modules
         raise Unsupported("a module made in the frame from graph values")

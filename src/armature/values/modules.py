@@ -543,6 +543,18 @@ def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
     return NewModuleValue(mod, cls_value, args, kwargs)
 
 
+def emit_construct(out, cls_value, args, kwargs) -> None:
+    """Residual code that builds a module as the frame did: ``cls(*args, **kwargs)``."""
+    out.instr("PUSH_NULL")
+    out.load_const(_construct)
+    out.reconstruct(cls_value)
+    for a in args:
+        out.reconstruct(a)
+    out.instr("BUILD_TUPLE", len(args))
+    out.build_map(kwargs)
+    out.call(3)
+
+
 def _construct(cls, args, kwargs):
     return cls(*args, **kwargs)
 
@@ -561,14 +573,7 @@ class NewModuleValue(ModuleValue):
         if self.source is not None:   # built by the setup (it went into a module made there)
             self.source.emit(out)
             return
-        out.instr("PUSH_NULL")
-        out.load_const(_construct)
-        out.reconstruct(self.cls_value)
-        for a in self.args:
-            out.reconstruct(a)
-        out.instr("BUILD_TUPLE", len(self.args))
-        out.build_map(self.kwargs)
-        out.call(3)
+        emit_construct(out, self.cls_value, self.args, self.kwargs)
 
     def __repr__(self):
         return f"<new module {type(self.mod).__name__}>"
