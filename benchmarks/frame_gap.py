@@ -137,14 +137,47 @@ _fallbacks: list = []
 def _frame_key(code):
     """The frame a code object stands for: armature's resume functions and
     torch's (``torch_dynamo_resume_in_NAME_at_LINE``) map to the code they
-    continue."""
+    continue.  The key names the file, the function and the line its
+    definition starts on, so two functions of one name in one file (every
+    ``forward`` of a test file) are two frames."""
     try:
         from armature.codegen.resume import origin_of
         code = origin_of(code)[0]
     except Exception:  # noqa: BLE001
         pass
-    name = re.sub(r"^torch_dynamo_resume_in_(.*)_at_\d+$", r"\1", code.co_name)
-    return f"{code.co_filename}:{name}"
+    m = re.match(r"^torch_dynamo_resume_in_(.*)_at_(\d+)$", code.co_name)
+    if m is None:
+        return f"{code.co_filename}:{code.co_name}:{code.co_firstlineno}"
+    name, line = m.group(1), int(m.group(2))
+    start = _enclosing_def(code.co_filename, name, line)
+    return f"{code.co_filename}:{name}:{start}" if start is not None else f"{code.co_filename}:{name}:?"
+
+
+_DEFS: dict = {}
+
+
+def _enclosing_def(filename, name, line):
+    """The first line (decorators included, as co_firstlineno counts) of the
+    innermost function ``name`` in ``filename`` whose body holds ``line``."""
+    import ast
+    defs = _DEFS.get(filename)
+    if defs is None:
+        defs = []
+        try:
+            with open(filename) as fh:
+                tree = ast.parse(fh.read())
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                    defs.append((node.name, first, node.end_lineno))
+        except (OSError, SyntaxError, ValueError):
+            pass
+        _DEFS[filename] = defs
+    best = None
+    for n, first, last in defs:
+        if n == name and first <= line <= last and (best is None or first > best):
+            best = first
+    return best
 
 
 def _torch_frames(counter_graph_frames):
@@ -209,7 +242,7 @@ def _measure(case) -> dict:
         root = {_frame_key(api._module_call.__code__)} | ({_frame_key(forward)} if forward else set())
         res["armature_python_frames"] = sorted({"<module call>" if k in root else k
                                                 for k in res["armature_python_frames"]})
-        frames_t = ["<module call>" if k in root or k.endswith("external_utils.py:inner") else k
+        frames_t = ["<module call>" if k in root or "external_utils.py:inner:" in k else k
                     for k in frames_t]
     res["torch_frames"] = sorted(set(frames_t))
     return res
