@@ -53,11 +53,7 @@ class GeneratorValue(IteratorValue):
         f = self.frame
         if self._delegating():
             return True
-        entry = handler_for(f.code, f.current.offset)
-        if entry is None:
-            return False
-        target = f.instructions[f.index_of[entry.target]]
-        return not (target.opname == "CALL_INTRINSIC_1" and target.arg == 3)
+        return _closing_runs_code(f, handler_for(f.code, f.current.offset))
 
     def python_type(self):
         import types
@@ -229,6 +225,47 @@ class GeneratorMethodValue(Value):
 
     def __repr__(self):
         return f"<generator method {self.name}>"
+
+
+def _closing_runs_code(f, entry, hops: int = 0) -> bool:
+    """Whether GeneratorExit raised where ``entry`` (an exception-table
+    entry of the generator's frame) catches runs code of the program: a
+    ``finally``, a ``with`` exit or an ``except`` clause that matches it.
+    ``except IndexError:`` (``collections.abc.Sequence.__iter__``) only
+    tests the class and re-raises; the clean-up entries that restore the
+    previous exception and 3.12+'s whole-body StopIteration handler run
+    nothing either.  Anything not recognised counts as code."""
+    import builtins
+    from ..trace.frame import handler_for
+    if entry is None:
+        return False
+    if hops > 16:
+        return True
+    ins = f.instructions
+    i = f.index_of[entry.target]
+    op = ins[i]
+    if op.opname == "CALL_INTRINSIC_1" and op.arg == 3:    # 3.12+: StopIteration -> RuntimeError
+        return False
+    if op.opname == "COPY" and i + 2 < len(ins) and ins[i + 1].opname == "POP_EXCEPT" \
+            and ins[i + 2].opname == "RERAISE":             # restores the previous exception
+        return _closing_runs_code(f, handler_for(f.code, ins[i + 2].offset), hops + 1)
+    if op.opname != "PUSH_EXC_INFO":
+        return True
+    j = i + 1
+    while j + 2 < len(ins):
+        a = ins[j]
+        if a.opname == "RERAISE":                          # no clause matched
+            return _closing_runs_code(f, handler_for(f.code, a.offset), hops + 1)
+        jump = ins[j + 2]
+        if a.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins[j + 1].opname == "CHECK_EXC_MATCH" \
+                and jump.opname.startswith("POP_JUMP") and jump.opname.endswith("IF_FALSE"):
+            cls = f.f_globals.get(a.argval, getattr(builtins, a.argval, None))
+            if not (isinstance(cls, type) and issubclass(cls, BaseException)) or issubclass(GeneratorExit, cls):
+                return True
+            j = f.index_of[jump.argval]                    # the next clause
+            continue
+        return True
+    return True
 
 
 def check_left_suspended(ctx) -> None:
