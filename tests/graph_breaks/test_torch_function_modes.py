@@ -129,3 +129,25 @@ def test_module_built_in_frame_does_not_break_on_usage_logging():
 
     report = armature.explain(armature.compile(f, backend="eager"))(torch.ones(2))
     assert report.graph_break_count == 0
+
+
+def _mode_then_inference(x, log):
+    with AddOneToMul():
+        y = x * 2
+        with torch.inference_mode():
+            z = y * 3
+            log.append("inside")       # a break inside both regions
+            w = z + 1
+    return w, w.is_inference()
+
+
+def test_break_inside_inference_block_inside_a_mode_goes_to_the_mode():
+    """Regions a break cannot split nest: the break moves to the oldest (the
+    mode's push), so both run as Python with their real state."""
+    x = torch.randn(3)
+    expected_log, got_log = [], []
+    expected = _mode_then_inference(x, expected_log)
+    got = armature.compile(_mode_then_inference, backend="eager")(x, got_log)
+    torch.testing.assert_close(got[0], expected[0])
+    assert got[1] == expected[1] and got_log == expected_log
+    assert torch._C._len_torch_function_stack() == 0

@@ -123,9 +123,12 @@ class TraceContext:
         #: blocks); the real mode stays off while tracing (compiling_state)
         self.initial_inference_enabled, self.initial_grad_enabled = ambient_modes()
         self.inference_enabled = self.initial_inference_enabled
-        #: root-frame origins of the inference_mode enters that switched the
-        #: mode (values/inference.py: a break inside goes there)
-        self.inference_origins: list = []
+        #: where the regions a graph break cannot split were entered, oldest
+        #: first: a TorchFunctionMode the trace pushed, an inference_mode
+        #: block that switched the mode.  Each is a one-item list holding the
+        #: root frame's (instruction index, from_callee); a break met inside
+        #: moves to the oldest (Frame._annotate)
+        self.unsplittable: list = []
         self.grad_enabled = self.initial_grad_enabled
         #: the grad mode the graph runs under at this point: grad_enabled,
         #: except that inside inference mode autograd records nothing (under
@@ -173,6 +176,18 @@ class TraceContext:
         in the graph, as Dynamo does."""
         self.grad_enabled = mode
         self._sync_graph_grad()
+
+    def enter_unsplittable(self, origin: tuple[int, bool]) -> list:
+        """Open a region a break cannot split; the token closes it."""
+        token = [origin]
+        self.unsplittable.append(token)
+        return token
+
+    def leave_unsplittable(self, token: list) -> None:
+        for i in range(len(self.unsplittable) - 1, -1, -1):
+            if self.unsplittable[i] is token:
+                del self.unsplittable[i]
+                return
 
     def set_inference_mode(self, mode: bool, grad: bool) -> None:
         """Enter or leave ``torch.inference_mode`` in the trace (``grad`` is

@@ -199,10 +199,13 @@ class Frame:
             if self.exc_stack:
                 e.handling_origin = getattr(self.exc_stack[-1], "root_origin", None)
         if self.parent is None:
-            from ..values.torch_function import hoist_break
-            hoist_break(self.ctx, e)   # (a break inside a mode the trace pushed)
-            from ..values import inference
-            inference.hoist_break(self.ctx, e)   # (inside an inference_mode block the trace entered)
+            if self.ctx.unsplittable:
+                # inside a region a break cannot split (a TorchFunctionMode
+                # the trace pushed, an inference_mode block that switched the
+                # mode): the break goes where the oldest was entered, so the
+                # region runs as Python with its real state
+                e.root_index, e.from_callee = self.ctx.unsplittable[0][0]
+                e.handling_origin = None
 
     def _run(self) -> Value | None:
         handlers = pyversion.HANDLERS

@@ -62,10 +62,9 @@ class InferenceModeValue(GradModeValue):
                                    "then runs with inference mode really off")
         self.prev, self.prev_inference = ctx.grad_enabled, ctx.inference_enabled
         if self.target != ctx.inference_enabled:
-            # a break inside the block goes to this enter (see hoist_break)
+            # a break inside the block goes to this enter (Frame._annotate)
             from .torch_function import _root_origin
-            ctx.inference_origins.append(_root_origin(tx))
-            self.pushed_origin = True
+            self.region = ctx.enter_unsplittable(_root_origin(tx))
         ctx.set_inference_mode(self.target, grad=not self.target)
         return ConstantValue(None)
 
@@ -74,9 +73,9 @@ class InferenceModeValue(GradModeValue):
             raise Unsupported("leaving a torch.inference_mode block entered outside the compiled code",
                               hint="the exit runs natively (a graph break)")
         tx.ctx.set_inference_mode(self.prev_inference, grad=self.prev)
-        if getattr(self, "pushed_origin", False) and tx.ctx.inference_origins:
-            tx.ctx.inference_origins.pop()
-            self.pushed_origin = False
+        if getattr(self, "region", None) is not None:
+            tx.ctx.leave_unsplittable(self.region)
+            self.region = None
         return ConstantValue(False)
 
     def getattr(self, tx, name):
@@ -104,18 +103,6 @@ class InferenceModeValue(GradModeValue):
             raise Unsupported("a graph break inside a torch.inference_mode block that switched the mode",
                               hint="the frame runs as Python; move the break out of the inference_mode block")
         out.call_helper(_grad_restoring_exit, self.prev, pop=False)
-
-
-def hoist_break(ctx, e) -> None:
-    """A break met inside an inference_mode block that switched the mode
-    goes to the block's enter: the graph runs such a block as no_grad, so a
-    split inside it would run the native part without inference mode.  At
-    the enter, ``__enter__`` runs for real and the resume function traces
-    the block under the real mode."""
-    origins = getattr(ctx, "inference_origins", None)
-    if origins:
-        e.root_index, e.from_callee = origins[0]
-        e.handling_origin = None
 
 
 def _grad_restoring_exit(prev_grad: bool):

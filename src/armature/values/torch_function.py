@@ -114,8 +114,8 @@ class TorchFunctionState:
         self._modes: list[Value] | None = None
         self.subclass_off = 0
         self.all_off = 0
-        #: root-frame places where the trace pushed a mode (innermost last)
-        self.push_origins: list[tuple[int, bool]] = []
+        #: the unsplittable-region tokens of the modes the trace pushed (innermost last)
+        self.push_origins: list = []
         #: the trace saw a subclass or a mode: the graph must run with
         #: torch function handling off
         self.used = self.entry_depth > 0
@@ -645,14 +645,14 @@ class StackFunctionValue(CallableConstantValue):
             return st.modes[i]
         if name == "_push_on_torch_function_stack":
             st.modes.append(realize(tx.ctx, args[0]))
-            st.push_origins.append(_root_origin(tx))
+            st.push_origins.append(tx.ctx.enter_unsplittable(_root_origin(tx)))
             st.used = True
             return ConstantValue(None)
         if name == "_pop_torch_function_stack":
             if not st.modes:
                 raise user_error(RuntimeError, "trying to pop from empty mode stack")
             if st.push_origins:
-                st.push_origins.pop()
+                tx.ctx.leave_unsplittable(st.push_origins.pop())
             else:
                 raise Unsupported("popping a TorchFunctionMode that was active before the compiled call",
                                   hint="the mode stack around a compiled call must be the same when it returns")
@@ -713,15 +713,6 @@ class _DefaultImplFunction(CallableConstantValue):
 
 
 # --- running the graph ----------------------------------------------------------
-
-def hoist_break(ctx, e) -> None:
-    """A break met while the trace has a mode pushed goes where the first
-    such mode was pushed: the region runs as Python, with its real stack."""
-    st = getattr(ctx, "_torch_function", None)
-    if st is not None and st.push_origins:
-        e.root_index, e.from_callee = st.push_origins[0]
-        e.handling_origin = None
-
 
 def wrap_compiled(ctx, compiled, graph):
     """The compiled graph runs with torch function handling off (the
