@@ -88,13 +88,15 @@ class Router:
     """Called by a natively run frame's rewritten call sites: a compiled
     form of user code, the callable itself for anything else."""
 
-    __slots__ = ("backend", "dynamic", "_plain")
+    __slots__ = ("backend", "dynamic", "_plain", "_compiled_fns")
 
     def __init__(self, backend, dynamic):
         self.backend = backend
         self.dynamic = dynamic
         #: types whose instances are called directly (no lookup next time)
         self._plain: set = set()
+        #: function -> its compiled form, or None when it runs as it is
+        self._compiled_fns: dict = {}
 
     def call(self, f, args):
         target = self._target(f)
@@ -117,10 +119,10 @@ class Router:
         if isinstance(f, torch.nn.Module):
             return self._module_target(f)
         if t is types.FunctionType:
-            return self._compiled(f) if _compilable(f) else None
+            return self._compiled_or_none(f)
         if t is types.MethodType:
-            fn = f.__func__
-            return types.MethodType(self._compiled(fn), f.__self__) if _compilable(fn) else None
+            target = self._compiled_or_none(f.__func__)
+            return types.MethodType(target, f.__self__) if target is not None else None
         self._plain.add(t)
         return None
 
@@ -132,11 +134,22 @@ class Router:
             fn = cls.forward
         else:
             fn = cls.__call__
-        return types.MethodType(self._compiled(fn), mod) if _compilable(fn) else None
+        target = self._compiled_or_none(fn)
+        return types.MethodType(target, mod) if target is not None else None
 
-    def _compiled(self, fn):
-        from .wrappers import compiled_wrapper_for
-        return compiled_wrapper_for(fn, self.backend, self.dynamic, module_parameters="inputs")
+    def _compiled_or_none(self, fn):
+        """The compiled form of a function the router may compile (generic
+        over module instances), None for one that runs as it is; looked up
+        once per function (every call of a layer goes through here)."""
+        try:
+            return self._compiled_fns[fn]
+        except KeyError:
+            target = None
+            if _compilable(fn):
+                from .wrappers import compiled_wrapper_for
+                target = compiled_wrapper_for(fn, self.backend, self.dynamic, module_parameters="inputs")
+            self._compiled_fns[fn] = target
+            return target
 
 
 def _compilable(fn) -> bool:
