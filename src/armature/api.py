@@ -342,25 +342,27 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
         if g.kind is Kind.ID_MATCH and isinstance(g.source, ModuleMemberSource) and \
                 g.source.table in ("_parameters", "_buffers"):
             cache.dynamic_sources.add(g.source)
-        # automatic generic modules: an argument that is another instance of
-        # the same module class where the entry saw one object (a module made per call, each
-        # layer of a model handed to one function): from now on that source
-        # is guarded by type and structure and its parameters are graph
-        # inputs, so one entry serves every instance (values/modules.py)
-        if g.kind is Kind.ID_MATCH and isinstance(g.expected, torch.nn.Module) and isinstance(g.source, LocalSource):
-            from .guards.build import read_source
-            now = read_source(f, g.source, args, kwargs)
-            if now is not g.expected and type(now) is type(g.expected):
-                cache.dynamic_sources.add(g.source)
-        # likewise a function without closure made anew on every call (a
-        # lambda made by the caller): from now on guarded by its code, its
-        # defaults read through it where used (values/builder.py)
-        if g.kind is Kind.ID_MATCH and type(g.expected) is types.FunctionType and isinstance(g.source, LocalSource):
-            from .guards.build import read_source
-            now = read_source(f, g.source, args, kwargs)
-            if type(now) is types.FunctionType and now is not g.expected and now.__code__ is g.expected.__code__ \
-                    and now.__closure__ is None:   # (cells are shared with the frames that made them)
-                cache.dynamic_sources.add(g.source)
+        if g.kind is Kind.ID_MATCH and isinstance(g.source, LocalSource) and _another_instance(f, g, args, kwargs):
+            cache.dynamic_sources.add(g.source)
+
+
+def _another_instance(f, g, args, kwargs) -> bool:
+    """Automatic generic arguments: the argument an identity guard fixed now
+    holds another instance of the same module class (each layer of a model
+    handed to one function, a module made per call), or another
+    closure-free function with the same code (a lambda made per call; a
+    closure's cells are shared with the frame that made it).  From now on
+    that source is guarded by type and structure (by code, for a function),
+    a module's parameters graph inputs, so one entry serves every instance
+    (values/modules.py, values/builder.py)."""
+    expected = g.expected
+    if not (isinstance(expected, torch.nn.Module) or type(expected) is types.FunctionType):
+        return False
+    from .guards.build import read_source
+    now = read_source(f, g.source, args, kwargs)
+    if now is expected or type(now) is not type(expected):
+        return False
+    return isinstance(now, torch.nn.Module) or (now.__code__ is expected.__code__ and now.__closure__ is None)
 
 
 def _whitelist_hint(cache, mode) -> str:
