@@ -6,9 +6,8 @@ module that escapes (returned, stored on self) is a fresh object per call
 with eager's state, the same object wherever it is referenced.  Modules with
 parameters are built by the transformed function on every call
 (tests/modules/test_fresh_modules.py has their differential tests); one
-built after the same graph drew random numbers, or a user class (its
-__init__ may do anything), is a graph break that runs the constructor as
-Python.
+built after the same graph drew random numbers is a graph break that runs
+the constructor as Python.  User classes: tests/modules/test_user_modules_in_frame.py.
 """
 
 from __future__ import annotations
@@ -165,14 +164,20 @@ def test_construction_after_random_draw_breaks_and_matches_eager():
 
 
 @armature_only
-@pytest.mark.parametrize("fn,what", [(module_after_random_draw, "after random numbers were drawn"),
-                                     (user_module_class, "torch.nn's own classes only")],
-                         ids=["after_random_draw", "user_class"])
+@pytest.mark.parametrize("fn,what", [(module_after_random_draw, "after random numbers were drawn")],
+                         ids=["after_random_draw"])
 def test_unmodelled_construction_names_the_reason(fn, what):
     compiled = armature.compile(fn, backend="eager", fullgraph=True)
     with pytest.raises(armature.Unsupported, match="creating the module") as info:
         compiled(X)
     assert what in str(info.value)
+
+
+@armature_only
+def test_user_class_is_one_graph():
+    # (its constructor is audited: tests/modules/test_user_modules_in_frame.py)
+    compiled = armature.compile(user_module_class, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(X), user_module_class(X))
 
 
 def test_constructor_error_raised_like_eager():

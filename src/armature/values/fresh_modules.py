@@ -205,7 +205,8 @@ def new_module(tx, mod, cls_value, args, kwargs, inner: list, what: str) -> Fres
     are built by the setup from now on too (one object for both uses)."""
     from .modules import _draws_random_numbers
     ctx = tx.ctx
-    if getattr(ctx.graph, "is_sandbox", False):
+    auditing = getattr(ctx, "auditing_construction", False)   # (values/user_module_construction.py)
+    if getattr(ctx.graph, "is_sandbox", False) and not auditing:
         raise Unsupported(f"{what} while tracing speculatively")
     if getattr(ctx.graph.fake_mode, "export", False):
         name = type(mod).__name__
@@ -214,7 +215,7 @@ def new_module(tx, mod, cls_value, args, kwargs, inner: list, what: str) -> Fres
                           hint="create the module outside and export a module that holds it")
     if ctx.inference_enabled != ctx.initial_inference_enabled:
         raise Unsupported(f"{what} inside a torch.inference_mode block the trace entered")
-    if _draws_random_numbers(ctx.graph):
+    if _draws_random_numbers(ctx.graph) and not auditing:
         raise Unsupported(f"{what} after random numbers were drawn in the same graph",
                           hint="its constructor draws random weights: built before the graph, they would come "
                                "from other random numbers than eager's")

@@ -150,6 +150,11 @@ class _Function(Value):
 
     def call(self, tx, args, kwargs):
         from ..trace.inline import inline_function
+        if getattr(tx.ctx, "auditing_construction", False):
+            from .user_module_construction import module_init_call
+            done = module_init_call(tx, getattr(self, "fn", None), args, kwargs)
+            if done is not None:
+                return done
         return inline_function(tx, self, args, kwargs)
 
     def has_attr(self, tx, name):

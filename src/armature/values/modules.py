@@ -527,9 +527,12 @@ def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
     cls = cls_value.cls
     what = f"creating the module {cls.__qualname__} inside a compiled function"
     hint = "create modules outside and pass them in"
-    if type(cls) is not type or not cls.__module__.startswith("torch.nn."):
-        raise Unsupported(what, hint=hint + " (modules created in the frame: torch.nn's own classes only)")
-    from . import fresh_modules
+    from . import fresh_modules, user_module_construction
+    if type(cls) is type and user_module_construction.is_user_module_class(cls):
+        user_module_construction.audit(tx, cls_value, args, kwargs, what)
+    elif type(cls) is not type or not cls.__module__.startswith("torch.nn."):
+        raise Unsupported(what, hint=hint + " (modules created in the frame: torch.nn's own classes and user "
+                                            "subclasses of nn.Module)")
     args = [concrete(tx, a) for a in args]
     kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
     real_args, real_kwargs, inner = fresh_modules.template_args(tx, args, kwargs, what)

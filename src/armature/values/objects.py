@@ -253,6 +253,9 @@ class ClassValue(Value):
         if issubclass(cls, torch.nn.Module):
             from .modules import construct_module
             return construct_module(tx, self, args, kwargs)
+        if cls is torch.nn.Parameter and getattr(tx.ctx, "auditing_construction", False):
+            from .user_module_construction import audited_parameter
+            return audited_parameter(tx, args, kwargs)
         if issubclass(cls, torch.Tensor) and cls not in (torch.Tensor, torch.nn.Parameter):
             from .torch_function import construct_subclass
             return construct_subclass(tx, self, args, kwargs)
@@ -869,6 +872,9 @@ class SuperValue(Value):
                                     (dict if raw is dict.__new__ else _collections.OrderedDict))
                 import torch
                 from .modules import ModuleValue
+                from .user_module_construction import ModuleUnderConstruction
+                if klass is torch.nn.Module and isinstance(self.obj, ModuleUnderConstruction):
+                    return self.obj.super_attr(tx, klass, name)
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
                     return _ModuleMember(self.obj)
                 if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:
