@@ -193,6 +193,52 @@ def test_truth_of_module_containers():
     check(make_truth_of_plain_containers, [(t(2, 4),), (t(2, 4),)])
 
 
+class _Switch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.on = True
+
+    def __bool__(self):
+        return self.on
+
+
+class _Sized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __len__(self):
+        return self.n
+
+
+def make_truth_of_plain_modules(compile):
+    lin, switch, sized = _lin(), _Switch(), _Sized()
+
+    def f(x):
+        if lin:   # nn.Module has neither __bool__ nor __len__: true
+            x = x + 1
+        if switch:
+            x = x * 2
+        if sized:
+            x = x - 3
+        # flipped for the next call: the guards on what __bool__/__len__ read must fail
+        return x, bool(switch), len(sized)
+
+    compiled = compile(f)
+
+    def call(x):
+        out = compiled(x)
+        switch.on = not switch.on
+        sized.n = 1 - sized.n
+        return out
+
+    return call, None
+
+
+def test_truth_of_plain_modules():
+    check(make_truth_of_plain_modules, [(t(2, 4),), (t(2, 4),), (t(2, 4),)])
+
+
 # --------------------------------------------------------------------------
 # lazy modules
 # --------------------------------------------------------------------------

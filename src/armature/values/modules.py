@@ -94,7 +94,19 @@ class ModuleValue(Value):
         return False
 
     def truth(self, tx):
-        if type(self.mod).__len__ is not torch.nn.Module.__dict__.get("__len__", None) and hasattr(self.mod, "__len__"):
+        """``bool(module)``: the class's ``__bool__``, else its ``__len__``
+        (Sequential, ModuleList, ModuleDict), else True, as CPython decides;
+        nn.Module itself defines neither."""
+        cls = type(self.mod)
+        if getattr(cls, "__bool__", None) is not None or \
+                getattr(cls, "__len__", None) is not None and not _builtin_container(cls, "__len__"):
+            from .base import concrete
+            name = "__bool__" if getattr(cls, "__bool__", None) is not None else "__len__"
+            out = concrete(tx, self.getattr(tx, name).call(tx, [], {}))
+            if not out.is_python_constant():
+                raise Unsupported(f"{cls.__name__}.{name} returned {out}")
+            return bool(out.as_python_constant())
+        if getattr(cls, "__len__", None) is not None:
             return self.length(tx) > 0
         return True
 
@@ -633,6 +645,14 @@ class ModuleSliceValue(Value):
         for sl in self.slices:
             out.load_const(sl)
             out.instr("BINARY_SUBSCR")
+
+
+def _builtin_container(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` is torch.nn's own (a container's ``__len__``)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__module__.startswith("torch.nn.")
+    return False
 
 
 def _is_none(v) -> bool:
