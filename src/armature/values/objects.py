@@ -253,9 +253,14 @@ class ClassValue(Value):
         if issubclass(cls, torch.nn.Module):
             from .modules import construct_module
             return construct_module(tx, self, args, kwargs)
-        if cls is torch.nn.Parameter and getattr(tx.ctx, "auditing_construction", False):
-            from .user_module_construction import audited_parameter
-            return audited_parameter(tx, args, kwargs)
+        if cls is torch.nn.Parameter:
+            if getattr(tx.ctx, "auditing_construction", False):
+                from .user_module_construction import audited_parameter
+                return audited_parameter(tx, args, kwargs)
+            raise Unsupported("creating an nn.Parameter inside a compiled function (a new leaf tensor, which a "
+                              "graph cannot produce mid-way)",
+                              hint="the call runs natively (a graph break, as torch.compile does); create the "
+                                   "parameter outside, or make it in a module's __init__")
         if issubclass(cls, torch.Tensor) and cls not in (torch.Tensor, torch.nn.Parameter):
             from .torch_function import construct_subclass
             return construct_subclass(tx, self, args, kwargs)
