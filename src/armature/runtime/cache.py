@@ -25,6 +25,8 @@ class CacheEntry:
     op_count: int = 0
     graph_break: Any = None                # a GraphBreak when the frame was split
     side_effects: list = field(default_factory=list)
+    #: branches assumed not to raise, checked after the graph (trace/speculation.py)
+    assumptions: list = field(default_factory=list)
 
     @property
     def compile_time_s(self) -> float:

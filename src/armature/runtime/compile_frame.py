@@ -34,7 +34,7 @@ from ..graph.dynamic import log_dynamic_symbols, shape_guards
 from ..guards.build import build_guard_function
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
-from ..trace import pyversion
+from ..trace import pyversion, speculation
 from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
 from ..values import inference, torch_function
@@ -185,11 +185,13 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     plan: int | None = None
     brk: GraphBreak | None = None
     from_callee = False
+    speculate = True
     while True:
         cfg = config_mod.config
         if module_parameters is not None and module_parameters != cfg.module_parameters:
             cfg = dataclasses.replace(cfg, module_parameters=module_parameters)
         ctx = TraceContext(fn, cfg, fullgraph=fullgraph)
+        ctx.speculate = speculate
         ctx.module_parameters_override = module_parameters
         ctx.dynamic_sources = dynamic_sources
         if policy is not None:
@@ -203,6 +205,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 result = frame.run()
                 from ..values.generators import check_left_suspended
                 check_left_suspended(ctx)   # (their cleanup would run when eager frees them)
+                speculation.validate(ctx)
                 if frame.stopped_at_break:
                     emit_break(ctx, frame, body, from_callee=from_callee, backend=backend)
                 else:
@@ -249,6 +252,10 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                                      where, e.what, hint_for(e.what, e.hint))
                 continue
             return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
+        except speculation.SpeculationRefused as e:
+            log_breaks.debug("tracing %s again without assumed branches: %s", fn.__qualname__, e)
+            speculate = False
+            continue
         except BreakNotPossible as e:
             return _fallback(fn, ctx.guards.as_list(), f"{brk}; the frame cannot be split there: {e}",
                              time.perf_counter() - t0)
@@ -286,6 +293,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     gm = None
     compiled = None
     t1 = time.perf_counter()
+    checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
     if graph.has_ops():
         gm = graph.finish(body.graph_outputs)
         if log_graph.isEnabledFor(logging.DEBUG):
@@ -307,7 +315,8 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     guard_fn = build_guard_function(fn, guards)
     input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []
     from ..values.fresh_modules import emit_setup
-    run = build_transformed(fn, compiled, input_sources, body, setup=emit_setup(ctx))
+    called = speculation.CheckedGraph(compiled, checks) if checks is not None and compiled is not None else compiled
+    run = build_transformed(fn, called, input_sources, body, setup=emit_setup(ctx))
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards of %s:\n  %s", fn.__qualname__,
                          "\n  ".join(g.describe() for g in sorted(guards, key=lambda g: g.kind)))
@@ -316,8 +325,11 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         buf = io.StringIO()
         dis.dis(run.__code__, file=buf)
         log_bytecode.debug("transformed bytecode of %s:\n%s", fn.__qualname__, buf.getvalue())
+    transformed_code = run.__code__
+    if checks is not None:
+        run = speculation.speculating_run(run)
     entry = CacheEntry(guard=guard_fn, run=run, guards=guards, graph_module=gm, compiled_graph=compiled,
-                       transformed_code=run.__code__, trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
+                       transformed_code=transformed_code, assumptions=[a.describe() for a in ctx.assumptions], trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
                        backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
                        side_effects=ctx.effects.describe())
     explain.record(entry)

@@ -56,6 +56,9 @@ class ExplainOutput:
     #: per graph (as ``graphs``): its specializations (``mark_dynamic(...,
     #: specialize_on=)``), compiled lazily, not counted as graphs
     specializations: list = field(default_factory=list)
+    #: data-dependent branches assumed to avoid a side that only raises,
+    #: checked after their graph (trace/speculation.py)
+    assumptions: list[str] = field(default_factory=list)
 
     def __str__(self):
         lines = [f"Graph count: {self.graph_count}",
@@ -66,6 +69,10 @@ class ExplainOutput:
             lines.append("Break reasons:")
             for i, r in enumerate(self.break_reasons, 1):
                 lines.append(f"  {i}. {r}")
+        if self.assumptions:
+            lines.append("Assumed branches (a side that only raises; checked after the graph, "
+                         "the call reruns as Python if one goes the other way):")
+            lines.extend(f"  - {a}" for a in self.assumptions)
         if self.fallbacks:
             lines.append("Ran as plain Python:")
             from ..diagnostics.hints import hint_for
@@ -111,7 +118,7 @@ def explain(fn, backend: str = "eager"):
         compiled = compile_(target, backend=fresh_backend)
         with recording() as entries:
             out = compiled(*args, **kwargs)
-        graphs, ops, guards, reasons, fallbacks, specs = [], [], [], [], [], []
+        graphs, ops, guards, reasons, fallbacks, specs, assumptions = [], [], [], [], [], [], []
         total = 0.0
         for e in entries:
             total += e.compile_time_s
@@ -127,7 +134,8 @@ def explain(fn, backend: str = "eager"):
                                            loc.source_line if loc else None, b.user_stack, b.hint))
             if e.fallback_reason:
                 fallbacks.append(e.fallback_reason)
+            assumptions.extend(e.assumptions)
         return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out,
-                             specs)
+                             specs, assumptions)
 
     return run

@@ -129,6 +129,10 @@ class TraceContext:
         #: root frame's (instruction index, from_callee); a break met inside
         #: moves to the oldest (Frame._annotate)
         self.unsplittable: list = []
+        #: branches assumed to avoid a side that only raises (trace/speculation.py);
+        #: ``speculate`` is switched off when the frame is traced again without them
+        self.speculate = True
+        self.assumptions: list = []
         self.grad_enabled = self.initial_grad_enabled
         #: the grad mode the graph runs under at this point: grad_enabled,
         #: except that inside inference mode autograd records nothing (under

@@ -411,6 +411,12 @@ def _pow(tx, a, b, *mod):
 
 @rule(bool)
 def _bool(tx, x=ConstantValue(False)):
+    from ..trace.speculation import DeferredTruth, deferred_truth
+    if isinstance(x, DeferredTruth):
+        return x
+    deferred = deferred_truth(tx, realize(tx.ctx, x))
+    if deferred is not None:   # (a later branch on it may be assumed: trace/speculation.py)
+        return deferred
     return ConstantValue(x.truth(tx))
 
 

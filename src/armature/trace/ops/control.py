@@ -11,6 +11,7 @@ from ...diagnostics.errors import Unsupported
 from ...values.constant import ConstantValue
 from ...values.containers import IteratorValue
 from ..pyversion import opcode
+from ..speculation import branch_truth
 
 
 @opcode("NOP", "RESUME", "CACHE", "EXTENDED_ARG")
@@ -36,14 +37,14 @@ def jump(f, inst):
 @opcode("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", until=(3, 11))
 @opcode("POP_JUMP_IF_TRUE", since=(3, 12))
 def pop_jump_if_true(f, inst):
-    if f.pop().truth(f):
+    if branch_truth(f, inst, f.pop(), True):
         f.jump(inst.argval)
 
 
 @opcode("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", until=(3, 11))
 @opcode("POP_JUMP_IF_FALSE", since=(3, 12))
 def pop_jump_if_false(f, inst):
-    if not f.pop().truth(f):
+    if not branch_truth(f, inst, f.pop(), False):
         f.jump(inst.argval)
 
 
