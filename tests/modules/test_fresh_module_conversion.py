@@ -174,6 +174,14 @@ def parameterless_eval_then_held(x, y):
     return seq(x), seq, trainings(seq), seq[1] is act
 
 
+def converted_in_a_comprehension(x, y):
+    layers = nn.ModuleList([nn.Linear(4, 4).double() for _ in range(3)])
+    x = x.double()
+    for layer in layers:
+        x = torch.relu(layer(x))
+    return x, layers
+
+
 def zero_grad_fresh(x, y):
     m = nn.Linear(4, 4)
     m.zero_grad()
@@ -187,7 +195,7 @@ SUPPORTED = [
     (eval_then_train, two), (batch_norm_eval, batch), (nested_inner_converted_by_outer, two),
     (inner_converted_before_outer, two), (member_converted, two), (submodule_built_by_the_constructor, two),
     (converted_after_another_module_built_from_it, two), (parameterless_eval_escapes, two),
-    (parameterless_eval_then_held, two), (zero_grad_fresh, two),
+    (parameterless_eval_then_held, two), (converted_in_a_comprehension, two), (zero_grad_fresh, two),
 ]
 _IDS = [c[0].__name__ for c in SUPPORTED]
 
@@ -277,6 +285,25 @@ def test_gradients_reach_the_converted_parameters():
         assert m_c.weight.grad.dtype == torch.float64
         torch.testing.assert_close(m_c.weight.grad, m_e.weight.grad, rtol=0, atol=0)
         torch.testing.assert_close(m_c.bias.grad, m_e.bias.grad, rtol=0, atol=0)
+    reset()
+
+
+def test_eval_in_inference_mode():
+    # (flags only: modelled under the caller's inference mode too)
+    counter = CountingBackend("eager")
+    compiled = compile_fn(sequential_eval, backend=counter)
+    for seed in range(3):
+        x = torch.randn(4)
+        with torch.inference_mode():
+            torch.manual_seed(seed)
+            want, seq_e, flags_e = sequential_eval(x, x)
+            torch.manual_seed(seed)
+            got, seq_c, flags_c = compiled(x, x)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        assert flags_c == flags_e == trainings(seq_c) == [False] * 4
+        torch.testing.assert_close(seq_c[0].weight, seq_e[0].weight, rtol=0, atol=0)
+    if not USING_TORCH:
+        assert counter.frame_count == 1
     reset()
 
 

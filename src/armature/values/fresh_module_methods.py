@@ -36,9 +36,11 @@ frame):
   replayed after the graph, after the setup's conversion);
 * every module of the tree is of a torch.nn class, and the methods the
   conversion reaches are torch's (a user override could do anything);
-* the arguments are constants; devices are CPU or CUDA; not under a
-  torch function mode (it would see the tensor calls) or inference mode,
-  and not while tracing speculatively.
+* the arguments are constants; devices are CPU or CUDA; not while tracing
+  speculatively; and, for the conversions that touch tensors (all but
+  ``train``/``eval``), not under a torch function mode (it would see the
+  tensor calls) or in inference mode (the real tensors would be inference
+  tensors, the template's are not).
 """
 from __future__ import annotations
 
@@ -75,10 +77,10 @@ def conversion_method(tx, value, name: str):
     if name in value.attrs or name in mod.__dict__:
         return None
     from .objects import find_class_attr
-    raw, owner = find_class_attr(type(mod), name)
-    if owner is None or not _trusted(owner):
+    _raw, owner = find_class_attr(type(mod), name)
+    if owner is None or not _trusted(owner):   # (a class's own override: inlined as it is)
         return None
-    return ConversionMethod(value, name, raw, owner)
+    return ConversionMethod(value, name)
 
 
 def _trusted(owner: type) -> bool:
@@ -108,9 +110,9 @@ def emit_with_calls(out, push_module, calls) -> None:
 class ConversionMethod(Value):
     """``module.double`` and friends on a module made in the frame."""
 
-    def __init__(self, owner, name: str, raw, defining: type):
+    def __init__(self, owner, name: str):
         super().__init__()
-        self.owner, self.name, self.raw, self.defining = owner, name, raw, defining
+        self.owner, self.name = owner, name
 
     def python_type(self):
         return types.MethodType
@@ -120,7 +122,7 @@ class ConversionMethod(Value):
         owner, name = self.owner, self.name
         what = f"{type(owner.mod).__name__}.{name}() on a module made in the frame"
         a, k = _constants(tx, args, kwargs, what)
-        _check_context(tx, what)
+        _check_context(tx, name, what)
         step = _where(tx, owner, what)
         _check_tree(tx, owner, name, what)
         _check_arguments(name, a, k, what)
@@ -155,11 +157,13 @@ def _constants(tx, args, kwargs, what):
     return [const(v) for v in args], {n: const(v) for n, v in kwargs.items()}
 
 
-def _check_context(tx, what) -> None:
+def _check_context(tx, name, what) -> None:
     from .torch_function import state
     ctx = tx.ctx
     if getattr(ctx.graph, "is_sandbox", False):
         raise Unsupported(f"{what} while tracing speculatively")
+    if CONVERSIONS[name] == ("train",):
+        return   # (flags only: no tensor is touched)
     if ctx.inference_enabled or ctx.initial_inference_enabled:
         raise Unsupported(f"{what} in inference mode")
     if state(ctx).mode_active():

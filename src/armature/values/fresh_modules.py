@@ -28,6 +28,14 @@ numbers; otherwise the constructor call is a graph break (it then runs
 natively, in program order).  The numbers drawn are eager's, and the
 generator's state after the call is eager's.
 
+Conversions made on it before the graph uses its members (``.double()``,
+``.to(torch.float64)``, ``.requires_grad_(False)``, ``.eval()``...) are
+applied to the template while tracing and are steps of the setup too, in
+program order among the constructions (:func:`record_call`,
+values/fresh_module_methods.py): the setup runs
+``m = Linear(4, 4); m.double()``, and the graph reads the converted
+parameters.
+
 A module made this way and handed to a resume function is a new object on
 every call: the resume function guards it by class and member names, never
 by identity, and reads its parameters as graph inputs (:func:`wrap_fresh_arg`).
