@@ -10,8 +10,11 @@ compares results, dtypes, ``requires_grad`` and the returned modules
 over 4 calls (a recompile per call would show).  torch.compile's fullgraph
 fails on modules with parameters made in the frame, so fullgraph is checked
 for armature alone.  Conversions after the module's parameters were used
-stay graph breaks (the graph read the unconverted ones): checked for
-results and for no recompile per call.
+stay graph breaks (the graph read the unconverted ones), as do conversions
+of user module classes and, in a user module's constructor, of a module it
+was given: checked for results and for no recompile per call.  A user
+module's constructor converting the torch.nn submodules it makes stays in
+one graph.
 """
 from __future__ import annotations
 
@@ -307,6 +310,67 @@ def test_eval_in_inference_mode():
     reset()
 
 
+# --- user module classes made in the frame (values/user_module_construction.py) ------------
+
+class FrozenHead(nn.Module):
+    """Converts the submodules its constructor makes."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4).requires_grad_(False)
+        self.head = nn.Linear(4, 2).double()
+        self.drop = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval()
+
+    def forward(self, x):
+        return self.head(self.drop(self.body(x)).double())
+
+
+class ConvertsItsArgument(nn.Module):
+    """Converts a module made before it, outside its constructor."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner.double()
+
+    def forward(self, x):
+        return self.inner(x.double())
+
+
+def user_module_converting_its_own_members(x, y):
+    m = FrozenHead()
+    return m(x), m, m.body.weight.requires_grad
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def user_module_converted(x, y):
+    m = Plain().double()          # (a user class: a break at the call)
+    return m(x.double()), m
+
+
+def user_module_converting_an_argument_after_use(x, y):
+    inner = nn.Linear(4, 4)
+    a = inner(x)                  # eager: float32 parameters here
+    w = ConvertsItsArgument(inner)
+    return a, w(y), w
+
+
+@armature_only
+def test_user_module_converting_its_own_members_is_one_graph():
+    check_identity(user_module_converting_its_own_members, two, calls=4, graphs=1, observe=with_flags)
+    reset()
+    check_identity(user_module_converting_its_own_members, two, calls=3, fullgraph=True, graphs=1,
+                   observe=with_flags)
+    reset()
+
+
 # --- not modelled: a graph break at the call, still eager's results -------------------------
 
 def converted_after_use(x, y):
@@ -343,7 +407,8 @@ def converted_with_a_tensor_argument(x, y):
 
 
 BREAKS = [converted_after_use, converted_after_parameters_listed, converted_after_attribute_write,
-          converted_after_a_break, converted_with_a_tensor_argument]
+          converted_after_a_break, converted_with_a_tensor_argument, user_module_converted,
+          user_module_converting_an_argument_after_use]
 
 
 @pytest.mark.parametrize("fn", BREAKS, ids=[f.__name__ for f in BREAKS])

@@ -37,7 +37,9 @@ frame):
 * every module of the tree is of a torch.nn class, and the methods the
   conversion reaches are torch's (a user override could do anything);
 * the arguments are constants; devices are CPU or CUDA; not while tracing
-  speculatively; and, for the conversions that touch tensors (all but
+  speculatively (but in the audit of a user module's constructor, on a
+  submodule it made: applied to the audit's template only, as the real
+  constructor, run by the setup, makes the call itself); and, for the conversions that touch tensors (all but
   ``train``/``eval``), not under a torch function mode (it would see the
   tensor calls) or in inference mode (the real tensors would be inference
   tensors, the template's are not).
@@ -160,7 +162,7 @@ def _constants(tx, args, kwargs, what):
 def _check_context(tx, name, what) -> None:
     from .torch_function import state
     ctx = tx.ctx
-    if getattr(ctx.graph, "is_sandbox", False):
+    if getattr(ctx.graph, "is_sandbox", False) and not getattr(ctx, "auditing_construction", False):
         raise Unsupported(f"{what} while tracing speculatively")
     if CONVERSIONS[name] == ("train",):
         return   # (flags only: no tensor is touched)
@@ -174,12 +176,26 @@ def _where(tx, owner, what):
     """Where the call is recorded: a function of (name, args, kwargs)."""
     from .fresh_modules import made_in_frame, record_call
     from .modules import NewModuleValue
+    if getattr(tx.ctx, "auditing_construction", False):
+        # a user module's __init__ traced in a sandbox (user_module_construction.py):
+        # the real constructor makes the call itself, on a submodule it made
+        if not _made_by_the_constructor(tx.ctx, owner):
+            raise Unsupported(f"{what}, in a module constructor, of a module it did not make")
+        return lambda *call: None
     if isinstance(owner, NewModuleValue) and owner.source is None:
         return lambda *call: owner.calls.append(call)
     if made_in_frame(owner.source):
         return lambda *call: record_call(tx.ctx, owner.source, call)
     raise Unsupported(f"{what} after a graph break (the module is an argument of the resume function)",
                       hint="convert the module right after creating it, before any graph break")
+
+
+def _made_by_the_constructor(ctx, owner) -> bool:
+    from .fresh_modules import _Construction, constructions, made_in_frame
+    if not made_in_frame(owner.source):
+        return False
+    root = owner.source.root()
+    return any(c.source is root for c in constructions(ctx) if isinstance(c, _Construction))
 
 
 def _check_tree(tx, owner, name, what) -> None:
@@ -193,7 +209,10 @@ def _check_tree(tx, owner, name, what) -> None:
     for sub in owner.mod.modules():
         cls = type(sub)
         if not _trusted(cls):
-            raise Unsupported(f"{what}: its submodule of the class {cls.__qualname__} is not torch.nn's own")
+            raise Unsupported(f"{what}: the class {cls.__qualname__} in its tree is not one of torch.nn's "
+                              "(a user module may hold modules from outside the frame)",
+                              hint="create and convert the module outside the compiled function, or convert "
+                                   "its torch.nn submodules where its constructor makes them")
         for method in helpers + ((name,) if sub is owner.mod else ()):
             if method in sub.__dict__:
                 raise Unsupported(f"{what}: {method} is patched on a submodule")
