@@ -28,6 +28,14 @@ numbers; otherwise the constructor call is a graph break (it then runs
 natively, in program order).  The numbers drawn are eager's, and the
 generator's state after the call is eager's.
 
+Conversions made on it before the graph uses its members (``.double()``,
+``.to(torch.float64)``, ``.requires_grad_(False)``, ``.eval()``...) are
+applied to the template while tracing and are steps of the setup too, in
+program order among the constructions (:func:`record_call`,
+values/fresh_module_methods.py): the setup runs
+``m = Linear(4, 4); m.double()``, and the graph reads the converted
+parameters.
+
 A module made this way and handed to a resume function is a new object on
 every call: the resume function guards it by class and member names, never
 by identity, and reads its parameters as graph inputs (:func:`wrap_fresh_arg`).
@@ -82,6 +90,14 @@ class _Construction:
     kwargs: dict
 
 
+@dataclass
+class _Calls:
+    """Conversions made on a module the setup built (or a submodule of
+    one), in program order (values/fresh_module_methods.py)."""
+    target: Source
+    calls: list
+
+
 def constructions(ctx) -> list:
     return ctx.__dict__.setdefault("new_modules", [])
 
@@ -120,6 +136,10 @@ class FreshModuleValue(ModuleValue):
         return value
 
     def getattr(self, tx, name):
+        from .fresh_module_methods import conversion_method
+        method = conversion_method(tx, self, name)   # ``.double()``, ``.eval()``...
+        if method is not None:
+            return method
         d = self.mod.__dict__
         if made_in_frame(self.source) and name not in self.attrs and type(d.get(name)) in (int, float) \
                 and not hasattr(type(self.mod), name):
@@ -222,6 +242,8 @@ def new_module(tx, mod, cls_value, args, kwargs, inner: list, what: str) -> Fres
     for v in inner:
         if isinstance(v, NewModuleValue) and v.source is None:
             _register(ctx, v, v.cls_value, v.args, v.kwargs)
+            for call in v.calls:   # (conversions made on it so far: after its constructor)
+                record_call(ctx, v.source, call)
         ctx.value_cache[id(v.mod)] = (v.mod, v)   # (read back as a member: the same Value)
     value = FreshModuleValue(mod, None)
     _register(ctx, value, cls_value, list(args), dict(kwargs))
@@ -236,16 +258,33 @@ def _register(ctx, value, cls_value, args, kwargs) -> None:
     todo.append(_Construction(src, cls_value, args, kwargs))
 
 
+def record_call(ctx, target: Source, call: tuple) -> None:
+    """A conversion ``(name, args, kwargs)`` of the module at ``target``
+    (rooted at a NewModuleSource), made by the setup after what it builds
+    before it; consecutive calls on one module are one step."""
+    todo = constructions(ctx)
+    if todo and isinstance(todo[-1], _Calls) and todo[-1].target == target:
+        todo[-1].calls.append(call)
+    else:
+        todo.append(_Calls(target, [call]))
+
+
 def emit_setup(ctx):
     """The setup of a transformed function: the modules made in the frame,
-    built in program order (an Emitter), or None when there are none."""
+    built in program order, and the conversions made on them, in program
+    order too (an Emitter), or None when there are none."""
     todo = ctx.__dict__.get("new_modules")
     if not todo:
         return None
     from ..codegen.emitter import Emitter
+    from .fresh_module_methods import emit_with_calls
     out = Emitter()
     out._ntemps = 1_000_000   # (its temporaries never meet the body's)
     for c in todo:
+        if isinstance(c, _Calls):
+            emit_with_calls(out, c.target.emit, c.calls)
+            out.instr("POP_TOP")
+            continue
         emit_construct(out, c.cls_value, c.args, c.kwargs)
         out.instr("STORE_FAST", c.source.name)
     if out.graph_outputs:   # pragma: no cover - arguments are constants and modules

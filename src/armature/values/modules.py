@@ -583,12 +583,21 @@ class NewModuleValue(ModuleValue):
     def __init__(self, mod, cls_value, args, kwargs):
         super().__init__(mod, None)
         self.cls_value, self.args, self.kwargs = cls_value, args, kwargs
+        #: conversions made on it (``.eval()``...), (name, args, kwargs) of
+        #: constants: made again on a rebuilt one (values/fresh_module_methods.py)
+        self.calls: list = []
+
+    def getattr(self, tx, name):
+        from .fresh_module_methods import conversion_method
+        method = conversion_method(tx, self, name)
+        return method if method is not None else super().getattr(tx, name)
 
     def reconstruct(self, out):
         if self.source is not None:   # built by the setup (it went into a module made there)
             self.source.emit(out)
             return
-        emit_construct(out, self.cls_value, self.args, self.kwargs)
+        from .fresh_module_methods import emit_with_calls
+        emit_with_calls(out, lambda o: emit_construct(o, self.cls_value, self.args, self.kwargs), self.calls)
 
     def __repr__(self):
         return f"<new module {type(self.mod).__name__}>"
