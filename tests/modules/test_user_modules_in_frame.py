@@ -349,3 +349,61 @@ def test_global_read_by_the_constructor_is_guarded():
     finally:
         WIDTH = 4
         reset()
+
+
+class ScalesGiven(nn.Module):
+    """Changes, in place, the weight of a module made in the frame that the
+    graph used before the call: the setup would change it before the graph."""
+
+    def __init__(self, inner):
+        super().__init__()
+        with torch.no_grad():
+            inner.weight.mul_(2)
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class InitsOwn(nn.Module):
+    """Initialises its own submodule's tensors in place (fine: nothing read them before)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+        nn.init.zeros_(self.lin.bias)
+        with torch.no_grad():
+            self.lin.weight.mul_(0.5)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def scales_given(x, y):
+    inner = nn.Linear(4, 4)
+    a = inner(x)
+    return a, ScalesGiven(inner)(y)
+
+
+def inits_own_after_other(x, y):
+    first = nn.Linear(4, 4)   # (the frame's module 0; the constructor's own is numbered after it)
+    return InitsOwn(4)(first(x)) + y
+
+
+def test_in_place_changes_in_the_constructor():
+    # changing a passed module in place is a graph break (2 graphs; torch.compile traces
+    # the constructor in program order, 1): eager's answer either way
+    check_identity(scales_given, two, calls=3)
+    reset()
+    check_against_oracle(inits_own_after_other, two, calls=3, fullgraph_ok=False)
+
+
+@armature_only
+def test_changing_a_passed_module_in_place_breaks():
+    compiled = armature.compile(scales_given, backend="eager", fullgraph=True)
+    with pytest.raises(armature.Unsupported, match="changes a tensor of a module passed to it in place"):
+        compiled(*two())
+    reset()
+    counter = check_identity(inits_own_after_other, two, calls=3, fullgraph=True)
+    assert counter.frame_count == 1
+    reset()

@@ -23,7 +23,8 @@ the graph only when that trace is clean:
   objects it made are its own business);
 * it reads no tensor other than members of modules made in the frame (a
   tensor from outside may be changed by the graph before the constructor
-  would have run);
+  would have run), and changes in place no tensor of a module made in the
+  frame that was passed to it (the graph may have read it before);
 * the frame has changed nothing outside itself before the call (the
   sandbox does not see those pending writes, and the setup runs before
   them: a constructor reading that state would read the old value);
@@ -86,7 +87,10 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
     if not isinstance(init_raw, types.FunctionType):
         raise Unsupported(f"{what}: its __init__ is not a Python function")
     sub = main.sandbox()
-    sub.__dict__["new_modules"] = []        # (modules it makes are built by the real constructor)
+    # modules it makes are built by the real constructor: the sandbox's own
+    # list, numbered after the frame's so that no two modules share a source
+    from .fresh_modules import constructions
+    sub.__dict__["new_modules"] = [None] * len(constructions(main))
     sub.auditing_construction = True
     obj = ModuleUnderConstruction(cls)
     source = ItemSource(AttrSource(class_source(owner), "__dict__"), "__init__")
@@ -99,7 +103,7 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
         e.args = (e.what,)
         e.hint = _HINT
         raise
-    _check_clean(sub, what)
+    _check_clean(sub, what, _argument_roots(tx, args, kwargs))
     for g in sub.guards:
         main.guards.add(g)
 
@@ -157,7 +161,21 @@ def _run_init(tx, sub, fn, source, args, kwargs) -> Value:
     return make_frame(sub, fn_v, bound, tx).run()
 
 
-def _check_clean(sub, what: str) -> None:
+def _argument_roots(tx, args, kwargs) -> set:
+    """The setup locals of the modules made in the frame passed in (their
+    tensors may have been read by the graph before the call)."""
+    from .base import concrete
+    from .fresh_modules import FreshModuleValue, made_in_frame
+    roots = set()
+    for v in (*args, *kwargs.values()):
+        v = concrete(tx, v)
+        if isinstance(v, FreshModuleValue) and made_in_frame(v.source):
+            roots.add(v.source.root())
+    return roots
+
+
+def _check_clean(sub, what: str, argument_roots: set) -> None:
+    from ..graph.output_graph import _is_mutation
     from .fresh_modules import made_in_frame
     if len(sub.effects):
         effects = "; ".join(sub.effects.describe())
@@ -170,6 +188,17 @@ def _check_clean(sub, what: str) -> None:
                               hint="the graph may change it before the constructor would run")
     if sub.graph.attrs:
         raise Unsupported(f"{what}: its constructor reads constant tensors of another module")
+    # an in-place change of a tensor of a module passed in: the setup would
+    # make it before the graph, which may have read the tensor first
+    passed_in = [i.node.meta.get("val") for i in sub.graph.tensor_inputs() if i.source.root() in argument_roots]
+    for node in sub.graph.graph.nodes:
+        if node.op in ("call_function", "call_method") and _is_mutation(node.op, node.target, node.kwargs):
+            target = node.kwargs.get("out", node.args[0] if node.args else None)
+            val = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
+            if not isinstance(val, torch.Tensor) or any(
+                    isinstance(p, torch.Tensor) and torch._C._is_alias_of(val, p) for p in passed_in):
+                raise Unsupported(f"{what}: its constructor changes a tensor of a module passed to it in place",
+                                  hint=_HINT)
 
 
 class ModuleUnderConstruction(ObjectValue):
