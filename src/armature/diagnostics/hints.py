@@ -167,6 +167,12 @@ RULES = (
           "they would come from other random numbers than eager's, so the constructor runs natively at a "
           "graph break; build the module before drawing random numbers in the compiled function (or outside "
           "it) to keep one graph"),
+    _rule(r"creating the module .*(in its constructor|its constructor|after the frame changed state|not an immutable "
+          r"constant|__init__)", "modules made in the frame",
+          "a user module made in the frame stays in the graph when its __init__ only builds the module "
+          "(members, buffers, parameters) from constants and modules made in the frame; this one does more, so "
+          "the constructor runs natively at a graph break; create the module outside the compiled function "
+          "and pass it in, or move that out of its __init__, to keep one graph"),
     _rule(r"creating an instance of|creating the module|creating \w+, (which|a namedtuple)|TypeError constructing",
           "objects",
           "constructing this class inside compiled code is not modelled yet; create the object outside "
