@@ -23,6 +23,16 @@ from .speculated_cases import (LOG, STATE, asserts_on_tensor, break_then_check, 
                                categorical_log_prob, effects_before_check, normal_log_prob, raises_on_nan)
 
 
+@pytest.fixture(autouse=True)
+def _validation_on():
+    # torch.compile (the oracle of other tests) switches distributions' argument
+    # validation off for the whole process on first use: these tests need it on
+    was = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(was)
+
+
 def _outcome(fn, *args):
     try:
         return "ok", fn(*args)
@@ -136,13 +146,39 @@ def mutates_input_then_checks(x):
 
 def draws_then_checks(x):
     noise = torch.rand(3)
+    if (x + noise > 5).any():
+        raise ValueError("too big")
+    return x + noise, torch.rand(1)
+
+
+def draws_from_own_generator(x):
+    g = torch.Generator().manual_seed(0)
+    noise = torch.rand(3, generator=g)
     if (noise > 2).any():
         raise ValueError("impossible")
     return x + noise
 
 
+def test_random_draws_rewound_for_the_rerun():
+    # a missed check reruns as Python from the generator state eager started from
+    compiled = compile_fn(draws_then_checks, backend="eager")
+    for seed, x in enumerate((torch.zeros(3), torch.full((3,), 4.5), torch.zeros(3))):
+        torch.manual_seed(seed)
+        expected = _outcome(draws_then_checks, x)
+        after_eager = torch.rand(2)
+        torch.manual_seed(seed)
+        got = _outcome(compiled, x)
+        after_compiled = torch.rand(2)
+        _same(expected, got)
+        torch.testing.assert_close(after_compiled, after_eager, rtol=0, atol=0)
+    if not USING_TORCH:
+        (entry,) = armature.cache_entries(compiled)
+        assert entry.assumptions and entry.graph_break is None
+    reset()
+
+
 @armature_only
-@pytest.mark.parametrize("fn", [mutates_input_then_checks, draws_then_checks], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [mutates_input_then_checks, draws_from_own_generator], ids=lambda f: f.__name__)
 def test_unfaithful_rerun_keeps_the_break(fn):
     # a rerun would add 1 twice / draw other numbers: no assumption, a graph break
     compiled = armature.compile(fn, backend="eager")

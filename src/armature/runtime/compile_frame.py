@@ -315,7 +315,9 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     guard_fn = build_guard_function(fn, guards)
     input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []
     from ..values.fresh_modules import emit_setup
-    called = speculation.CheckedGraph(compiled, checks) if checks is not None and compiled is not None else compiled
+    called = compiled
+    if checks is not None and compiled is not None:
+        called = speculation.CheckedGraph(compiled, checks, getattr(ctx, "speculation_restores_rng", False))
     run = build_transformed(fn, called, input_sources, body, setup=emit_setup(ctx))
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards of %s:\n  %s", fn.__qualname__,

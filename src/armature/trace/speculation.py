@@ -21,8 +21,10 @@ with the same arguments: it takes the same path up to the branch and raises
 eager's exception with eager's message.
 
 That rerun is only faithful when running the graph first left no trace, so
-an entry keeps its assumptions only if its graph mutates no input in place,
-draws no random numbers (the rerun would draw again), runs no collective,
+an entry keeps its assumptions only if its graph mutates no input in place
+(a graph that draws random numbers from torch's default CPU generator has
+the generator's state saved before the call and restored before a rerun;
+one drawing from a generator of its own is refused), runs no collective,
 builds no module in its setup (values/fresh_modules.py), and runs on the
 CPU (on an accelerator, a kernel meeting the rejected data may fail with a
 device-side assert, which poisons the device); otherwise the
@@ -203,8 +205,7 @@ def validate(ctx) -> None:
         raise SpeculationRefused("no graph to check the condition in")
     if ctx.__dict__.get("new_modules"):
         raise SpeculationRefused("the setup builds modules")
-    if _draws_random_numbers(graph):
-        raise SpeculationRefused("the graph draws random numbers")
+    ctx.speculation_restores_rng = _draws_random_numbers(graph)
     # placeholders and get_attr constants (parameters and buffers read as attributes)
     inputs = [n.meta.get("val") for n in graph.graph.nodes if n.op in ("placeholder", "get_attr")]
     for node in graph.graph.nodes:
@@ -215,6 +216,8 @@ def validate(ctx) -> None:
             raise SpeculationRefused("the graph runs on an accelerator")
         if node.op not in ("call_function", "call_method"):
             continue
+        if ctx.speculation_restores_rng and isinstance(node.kwargs.get("generator"), (torch.Generator, torch.fx.Node)):
+            raise SpeculationRefused("the graph draws from a generator of its own")
         if "c10d" in str(node.target) or "distributed" in (getattr(node.target, "__module__", None) or ""):
             raise SpeculationRefused("the graph runs a collective")
         if _is_mutation(node.op, node.target, node.kwargs):
@@ -239,18 +242,27 @@ class CheckedGraph:
     check may meet the very data the check rejects: an index out of range
     where eager raised a ValueError first), raises SpeculationMissed."""
 
-    def __init__(self, compiled, plan: tuple):
-        self.compiled, self.plan = compiled, plan
+    def __init__(self, compiled, plan: tuple, restores_rng: bool = False):
+        self.compiled, self.plan, self.restores_rng = compiled, plan, restores_rng
 
     def __call__(self, *inputs):
+        state = torch.random.get_rng_state() if self.restores_rng else None
         try:
             outputs = self.compiled(*inputs)
         except Exception as e:   # noqa: BLE001  (the rerun raises eager's own error, if any)
+            self._rewind(state)
             raise SpeculationMissed from e
         for index, expected in self.plan:
             if bool(outputs[index]) is not expected:
+                self._rewind(state)
                 raise SpeculationMissed
         return outputs
+
+    @staticmethod
+    def _rewind(state) -> None:
+        """The rerun draws eager's random numbers: from where the graph started."""
+        if state is not None:
+            torch.random.set_rng_state(state)
 
 
 def speculating_run(run):

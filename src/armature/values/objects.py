@@ -327,6 +327,8 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
         storage = collections.OrderedDict if collections.OrderedDict in builtin_bases else dict
     elif builtin_bases in ([list], [tuple]):
         storage = builtin_bases[0]
+    elif builtin_bases == [property] and cls.__module__.startswith("torch."):
+        return _torch_property(tx, cls, args, kwargs)
     elif builtin_bases:
         raise Unsupported(f"creating an instance of {cls.__qualname__}, a subclass of {builtin_bases[0].__name__}")
     new_raw, new_owner, _ = cls_value.lookup(tx, "__new__")
@@ -357,6 +359,22 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     init = bind_attr(tx, init_raw, owner, "__init__", obj, cls_value)
     init.call(tx, list(args), dict(kwargs))
     return obj
+
+
+def _torch_property(tx, cls, args, kwargs) -> "ObjectValue":
+    """A descriptor of torch's built from functions (``lazy_property.__get__``
+    on the class makes a ``_lazy_property_and_property`` for distributions'
+    validation to test with ``isinstance``): made for real, a descriptor
+    is nothing but its functions."""
+    def real(v):
+        if v.is_python_constant():
+            return v.as_python_constant()
+        fn = getattr(v, "fn", None)
+        if isinstance(fn, types.FunctionType):
+            return fn
+        raise Unsupported(f"creating the descriptor {cls.__qualname__} from {v}")
+    obj = cls(*[real(a) for a in args], **{k: real(v) for k, v in kwargs.items()})
+    return ObjectValue(obj, None)
 
 
 class ObjectValue(Value):
