@@ -97,14 +97,14 @@ def _causes(e: BaseException):
         e = e.__cause__ or e.__context__
 
 
-def earlier_break(e: BaseException, frame, tried: set) -> GeneratorAcrossBreak | None:
+def earlier_break(e: BaseException, can_split, tried: set) -> GeneratorAcrossBreak | None:
     """The GeneratorAcrossBreak behind ``e`` (raised directly, or the reason
-    a planned break was not possible) whose origin the root ``frame`` can
-    be split at and that was not tried yet; else None."""
-    from ..codegen.breaks import is_breakable
+    a planned break was not possible), if ``can_split`` accepts its origin
+    (an instruction index of the root frame) and that was not tried yet;
+    else None."""
     for cause in _causes(e):
         if isinstance(cause, GeneratorAcrossBreak):
-            if cause.origin is None or cause.origin[0] in tried or not is_breakable(frame, cause.origin[0]):
+            if cause.origin is None or cause.origin[0] in tried or not can_split(cause.origin[0]):
                 return None
             return cause
     return None
