@@ -164,6 +164,77 @@ def generator_stored_in_argument(xs, holder, log):
     return next(holder[0]).tanh()
 
 
+def cell_written_after_creation(x, log):
+    # the generator and the frame share k: writes on both sides, in eager's order
+    k = 1
+
+    def gen():
+        nonlocal k
+        yield x * k
+        k = 10
+        log.append(k)
+        yield x + k
+
+    g = gen()
+    k = 2
+    a = next(g)
+    print("p")
+    b = next(g)
+    log.append(k)
+    return a, b, k
+
+
+def dict_written_after_creation(x, st):
+    def gen():
+        yield x * st["c"]
+        st["c"] += 5
+        yield x + st["c"]
+
+    g = gen()
+    st["c"] += 1
+    a = next(g)
+    print("p")
+    st["c"] *= 2
+    b = next(g)
+    return a, b
+
+
+def genexpr_over_list_grown(x, log):
+    xs = [x, x * 2]
+    g = (v * 3 for v in xs)
+    xs.append(x * 4)
+    a = next(g)
+    print("p")
+    xs.append(x * 5)
+    return a, list(g), len(xs)
+
+
+def enumerate_generator_with_print(xs, log):
+    out = []
+    for i, v in enumerate(gen_logging(xs, log)):
+        print(i)
+        out.append(v * i)
+    return out
+
+
+def zip_generator_with_print(xs, log):
+    out = []
+    for a, b in zip(gen_logging(xs, log), xs):
+        print("z")
+        out.append(a * b)
+    return out
+
+
+def yield_from_across_print(xs, log):
+    def outer():
+        yield from gen_logging(xs, log)
+
+    g = outer()
+    a = next(g)
+    print("p")
+    return a, list(g)
+
+
 def send_to_generator_passed_in(g, x):
     y = x + 1
     a = next(g)
@@ -306,6 +377,13 @@ SPLIT_CASES = [
     pytest.param(send_to_generator_passed_in, lambda: (gen_logging(_xs(), []), X.clone()), 3,
                  id="send_to_generator_passed_in"),
     pytest.param(pep479_then_print, lambda: (X.clone(), []), 1, id="pep479_then_print"),
+    # state the frame and the generator's body both write (the body's work runs natively)
+    pytest.param(cell_written_after_creation, lambda: (X.clone(), []), 0, id="cell_written_after_creation"),
+    pytest.param(dict_written_after_creation, lambda: (X.clone(), {"c": 0}), 0, id="dict_written_after_creation"),
+    pytest.param(genexpr_over_list_grown, lambda: (X.clone(), []), 3, id="genexpr_over_list_grown"),
+    # a generator inside enumerate/zip made in the frame: their rebuild needs it
+    pytest.param(enumerate_generator_with_print, lambda: (_xs(), []), 2, id="enumerate_generator_with_print"),
+    pytest.param(zip_generator_with_print, lambda: (_xs(), []), 1, id="zip_generator_with_print"),
 ]
 
 
@@ -338,6 +416,8 @@ def test_generator_with_cleanup_across_break_runs_as_python():
     resume functions would hold the native generator a little longer than
     eager's frame (after ``g = None``), so the frame runs as Python."""
     differential(finally_generator_across_print, lambda: (_xs(), []), graphs=0, fallback=True)
+    # (closing a generator paused in `yield from` closes the inner one)
+    differential(yield_from_across_print, lambda: (_xs(), []), graphs=0, fallback=True)
 
 
 def test_break_log_names_the_move():
