@@ -21,6 +21,12 @@ carries the root instruction that made the generator.  The compile loop
 move goes strictly earlier in the trace (the generator existed before the
 break that needed it), so the loop ends; the loop also refuses an
 instruction it has already tried.
+
+Not moved (the frame runs as Python, as before): a generator whose closing
+may run code of the program (``closing_may_run_code``: a yield inside a
+``try`` whose handler runs code, a ``with``, a ``yield from``).  Freeing it
+runs that code, and the native generator is held by the TailCall chain
+until the resume function returns, later than eager's frame may drop it.
 """
 from __future__ import annotations
 
@@ -38,10 +44,9 @@ class GeneratorAcrossBreak(Unsupported):
     """A generator made in the trace is still running where residual code
     would have to rebuild it."""
 
-    def __init__(self, name: str, origin: tuple[int, bool] | None, made_at: UserLocation | None,
-                 what: str | None = None):
-        super().__init__(what or f"the generator {name} is still running where the compiled code hands its "
-                                 "values on (a graph break or the return): a paused generator cannot be rebuilt",
+    def __init__(self, name: str, origin: tuple[int, bool] | None, made_at: UserLocation | None):
+        super().__init__(f"the generator {name} is still running where the compiled code hands its values on "
+                         "(a graph break or the return): a paused generator cannot be rebuilt",
                          hint="without fullgraph the frame is split where the generator is made, and the "
                               "generator runs natively; exhaust it before the break or the return to keep "
                               "it in the graph")
