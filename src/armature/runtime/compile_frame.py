@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import dis
+import functools
 import inspect
 import logging
 import time
@@ -38,6 +39,7 @@ from ..trace import pyversion, speculation
 from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
 from ..values import inference, torch_function
+from ..values.generator_breaks import earlier_break, moved_reason
 from ..values.base import LazyValue
 from ..values.functions import CellValue, RealCellValue
 from . import explain, specialize
@@ -186,6 +188,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     brk: GraphBreak | None = None
     from_callee = False
     speculate = True
+    tried: set = set()   # breaks planned so far (a generator live at one moves it earlier)
     while True:
         cfg = config_mod.config
         if module_parameters is not None and module_parameters != cfg.module_parameters:
@@ -219,6 +222,13 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 if fullgraph:
                     raise
                 return _fallback(fn, ctx.guards.as_list(), str(e), time.perf_counter() - t0)
+            if not fullgraph:
+                moved = earlier_break(e, functools.partial(is_breakable, frame), tried | {plan})
+                if moved is not None:   # a generator made in the trace is live at the break or the return
+                    tried.add(plan)
+                    plan, from_callee = moved.origin
+                    brk = _moved_break(fn, brk, moved)
+                    continue
             if fullgraph:
                 if isinstance(e, UserException):
                     # the program itself raises here (an uncaught `raise`, a
@@ -257,10 +267,29 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
             speculate = False
             continue
         except BreakNotPossible as e:
+            moved = earlier_break(e, functools.partial(is_breakable, frame), tried | {plan})
+            if moved is not None:   # a generator made in the trace is live at the break
+                tried.add(plan)
+                plan, from_callee = moved.origin
+                brk = _moved_break(fn, brk, moved)
+                continue
             return _fallback(fn, ctx.guards.as_list(), f"{brk}; the frame cannot be split there: {e}",
                              time.perf_counter() - t0)
         break
     return _finish(fn, ctx, body, backend, t0, brk)
+
+
+def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
+    """The break, moved to where a generator live at it was made
+    (values/generator_breaks.py)."""
+    reason = moved_reason(brk.reason if brk is not None else moved.what, moved)
+    location = moved.made_at or (brk.location if brk is not None else None)
+    if log_breaks.isEnabledFor(logging.DEBUG):
+        where = f"{location.filename}:{location.lineno}: {location.source_line}" if location else "?"
+        log_breaks.debug("graph break in %s moved to %s\n  reason: %s", fn.__qualname__, where, reason)
+    return GraphBreak(reason, location, list(brk.user_stack) if brk is not None else list(moved.user_stack),
+                      internal=brk.internal if brk is not None else fn.__code__ is _MODULE_CALL_CODE,
+                      site_hint=brk.site_hint if brk is not None else moved.hint)
 
 
 def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float) -> CacheEntry:

@@ -94,8 +94,9 @@ def make_cell(*value):
 
 
 def make_function(code, f_globals, name, defaults, kwdefaults, closure):
-    """A function created inside the traced frame (MAKE_FUNCTION)."""
-    fn = types.FunctionType(code, f_globals, name, defaults, closure)
+    """A function created inside the traced frame (MAKE_FUNCTION).  (No
+    cells: ``__closure__`` is None, as MAKE_FUNCTION leaves it, not ().)"""
+    fn = types.FunctionType(code, f_globals, name, defaults, closure or None)
     if kwdefaults:
         fn.__kwdefaults__ = kwdefaults
     return fn

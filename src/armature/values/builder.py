@@ -129,6 +129,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if special is None:
         from . import real_iterator
         special = real_iterator.wrap(ctx, obj, source)
+    if special is None:
+        from .generator_breaks import wrap_real_generator
+        special = wrap_real_generator(ctx, obj, source)
     if special is not None:
         return special
     from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy

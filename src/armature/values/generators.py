@@ -24,6 +24,7 @@ from ..diagnostics.errors import Unsupported, UserException, user_error
 from .base import Value, realize
 from .constant import ConstantValue
 from .containers import IteratorValue
+from .generator_breaks import GeneratorAcrossBreak, closing_may_run_code, creation_origin
 
 
 def _is_none(v: Value) -> bool:
@@ -41,6 +42,24 @@ class GeneratorValue(IteratorValue):
         self.started = False
         self.done = False
         _MADE.setdefault(frame.ctx, []).append(self)
+        # where a break that needs this generator goes (values/generator_breaks.py)
+        maker = frame.parent
+        self.origin = creation_origin(maker) if maker is not None else None
+        self.made_at = maker.location() if maker is not None else None
+
+    def across_break(self) -> Unsupported:
+        """What rebuilding this generator in residual code raises: where to
+        split instead (values/generator_breaks.py), unless freeing or
+        closing it could run code of the program (a ``finally``, a ``with``
+        exit, an inner generator of ``yield from``): natively, the resume
+        functions would hold it a little longer than eager's frame, so that
+        code could run later than in eager; such a frame runs as Python."""
+        name = self.frame.code.co_qualname
+        if self.origin is None or closing_may_run_code(self.frame):
+            return Unsupported(f"the generator {name} is still running where the compiled code hands its values "
+                               "on (a graph break or the return), and freeing it may run its finally/with code",
+                               hint="exhaust or close() the generator before the graph break or the return")
+        return GeneratorAcrossBreak(name, self.origin, self.made_at)
 
     def cleanup_pending(self) -> bool:
         """Paused where closing it would run its code: inside a ``try``
@@ -63,16 +82,18 @@ class GeneratorValue(IteratorValue):
     def _run(self, tx):
         """Run the frame to its next yield: the yielded Value, or None when
         it returned (``return_value`` is set).  An exception leaving the
-        frame finishes the generator; StopIteration leaving it would be a
-        RuntimeError (PEP 479), which is not modelled."""
+        frame finishes the generator; StopIteration leaving it becomes a
+        RuntimeError (PEP 479, ``stop_iteration_error``)."""
         f = self.frame
         f.yielded = None
         try:
             result = f.run()
         except UserException as e:
             self.done = True
-            if issubclass(e.exc_type, (StopIteration, StopAsyncIteration)):
-                raise Unsupported("StopIteration raised inside a generator (a RuntimeError in CPython)")
+            if issubclass(e.exc_type, StopIteration) and sys.version_info < (3, 12):
+                # (3.12+: the generator's own handler converts it, CALL_INTRINSIC_1)
+                f._materialize_exception(e)
+                raise stop_iteration_error(e.value) from None
             raise
         if f.yielded is not None:
             v = f.yielded
@@ -190,7 +211,7 @@ class GeneratorValue(IteratorValue):
         raise Unsupported(f"generator attribute {name!r}")
 
     def reconstruct(self, out):
-        raise Unsupported("a generator that is still running at the end of the compiled frame")
+        raise self.across_break()
 
 
 class GeneratorMethodValue(Value):
@@ -278,3 +299,17 @@ def check_left_suspended(ctx) -> None:
             raise Unsupported(f"the generator {gen.frame.code.co_qualname} is left paused inside a try/with block "
                               "(freeing it runs its finally/except code)",
                               hint="exhaust or close() the generator inside the compiled function")
+
+
+def stop_iteration_error(stop) -> UserException:
+    """PEP 479: a StopIteration (``stop``, an ExceptionValue) leaving a
+    generator's frame is raised to the consumer as ``RuntimeError("generator
+    raised StopIteration")`` whose ``__cause__`` and ``__context__`` are the
+    StopIteration (Objects/genobject.c through 3.11, the
+    STOPITERATION_ERROR intrinsic from 3.12).  StopAsyncIteration leaving a
+    plain generator is not converted."""
+    from .exceptions import ExceptionValue
+    message = "generator raised StopIteration"
+    err = ExceptionValue(RuntimeError, [ConstantValue(message)])
+    err.cause, err.has_cause, err.context = stop, True, stop
+    return UserException(RuntimeError, message, value=err)

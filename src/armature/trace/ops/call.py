@@ -168,8 +168,9 @@ def call_intrinsic_1(f, inst):
     elif inst.arg == _INTRINSIC_STOPITERATION_ERROR:
         # a generator's handler: StopIteration escaping it becomes RuntimeError
         exc = f.stack[-1]
-        if issubclass(exc.python_type(), (StopIteration, StopAsyncIteration)):
-            raise Unsupported("StopIteration raised inside a generator")
+        if issubclass(exc.python_type(), StopIteration):
+            from ...values.generators import stop_iteration_error
+            f.stack[-1] = stop_iteration_error(exc).value   # (RERAISE raises it out of the generator)
     else:
         raise Unsupported(f"the intrinsic {inst.argrepr} (CALL_INTRINSIC_1)")
 
