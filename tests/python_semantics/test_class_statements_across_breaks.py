@@ -370,16 +370,18 @@ def test_class_dict_changes_are_seen():
 # --- class statements the trace does not model: a graph break at the statement ----------
 
 class Meta(type):
-    pass
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        cls.initialised = True
 
 
-def plain_metaclass(x):
+def metaclass_with_init(x):
     y = x + 1
 
     class Local(metaclass=Meta):
         k = 2
 
-    return y * Local.k, type(Local).__name__
+    return y * Local.k, type(Local).__name__, Local.initialised
 
 
 class RegisteringMeta(type):
@@ -429,7 +431,7 @@ def init_subclass_base(x):
 
 
 META_CASES = [
-    pytest.param(plain_metaclass, lambda i: (X.clone(),), id="plain_metaclass"),
+    pytest.param(metaclass_with_init, lambda i: (X.clone(),), id="metaclass_with_init"),
     pytest.param(metaclass_with_new_and_call, lambda i: (X.clone(), 2), id="metaclass_with_new_and_call"),
     pytest.param(init_subclass_base, lambda i: (X.clone(),), id="init_subclass_base"),
 ]
@@ -450,7 +452,44 @@ def test_unmodelled_class_statement_is_a_graph_break(fn, make_args):
 
 def test_unmodelled_class_statement_with_fullgraph_raises():
     with pytest.raises(armature.Unsupported, match="metaclass Meta"):
-        armature.compile(plain_metaclass, fullgraph=True)(X.clone())
+        armature.compile(metaclass_with_init, fullgraph=True)(X.clone())
+
+
+class Describing(type):
+    """A metaclass that only adds methods: classes are made as type makes them."""
+
+    def describe(cls):
+        return cls.__name__ + "!"
+
+
+def metaclass_that_only_adds_methods(x, log):
+    class Local(metaclass=Describing):
+        k = 2
+
+        def g(self, v):
+            return v * self.k
+
+    o = Local()
+    log.append(Local.describe())
+    return o.g(x), Local, o, isinstance(Local, Describing), type(Local) is Describing
+
+
+def metaclass_that_only_adds_methods_across_break(x):
+    class Local(metaclass=Describing):
+        k = 2
+
+    armature.graph_break()
+    return x * Local.k, Local.describe(), type(Local) is Describing
+
+
+def test_metaclass_that_only_adds_methods_is_traced():
+    counter, results, _ = run(metaclass_that_only_adds_methods, lambda i: (X.clone(), []))
+    assert counter.frame_count == 1
+    armature.compile(metaclass_that_only_adds_methods, fullgraph=True)(X.clone(), [])   # one graph
+    _, cls, obj, _, _ = results[0]
+    assert type(cls) is Describing and type(obj) is cls and results[1][1] is not cls
+    counter, _, entries = run(metaclass_that_only_adds_methods_across_break, lambda i: (X.clone(),))
+    assert entries == 1 + _resume_count(metaclass_that_only_adds_methods_across_break)
 
 
 def metaclass_statement_in_callee(x):

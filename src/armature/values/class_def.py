@@ -136,6 +136,8 @@ class MadeClassValue(ClassValue):
         #: the class statement's body: the rebuilt class is remembered as
         #: made by it (values/per_call_classes.py)
         self.body_code = body_code
+        #: the statement's ``metaclass=`` (None: from the bases)
+        self.metaclass = None
         #: decorators applied to the class (``@dataclass``), in order: (callable, kwargs)
         self.decorators: list[tuple] = []
 
@@ -176,7 +178,8 @@ class MadeClassValue(ClassValue):
                 out.reconstruct(v)
         out.instr("BUILD_TUPLE", len(names))
         out.load_const(self.body_code)
-        out.call(8)
+        out.load_const(self.metaclass)
+        out.call(9)
 
     def __repr__(self):
         return f"<class {self.cls.__qualname__} (made in the frame)>"
@@ -185,11 +188,12 @@ class MadeClassValue(ClassValue):
 _DELETE = object()
 
 
-def rebuild_class(name, bases, keys, values, decorators, attr_names, attr_values, body_code=None):
+def rebuild_class(name, bases, keys, values, decorators, attr_names, attr_values, body_code=None, metaclass=None):
     """Residual code: the class a ``class`` statement made in the traced frame,
     built anew on every call (as eager does), then decorated and given the
     writes the frame made to it; remembered as made by that statement."""
-    cls = types.new_class(name, bases, exec_body=lambda ns: ns.update(zip(keys, values)))
+    kwds = {"metaclass": metaclass} if metaclass is not None else None
+    cls = types.new_class(name, bases, kwds, exec_body=lambda ns: ns.update(zip(keys, values)))
     for fn, kwargs in decorators:
         cls = fn(**kwargs)(cls) if kwargs else fn(cls)
     for k, v in zip(attr_names, attr_values):
@@ -277,6 +281,30 @@ class _Realizer:
         return fn
 
 
+#: what a metaclass may define and still make classes as ``type`` does
+_METACLASS_PLAIN_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                                      "__firstlineno__", "__static_attributes__"})
+
+
+def plain_metaclass(meta) -> bool:
+    """A metaclass that only adds methods and attributes to ``type`` (or
+    ``abc.ABCMeta``), none of them a dunder (no ``__new__``, ``__init__``,
+    ``__prepare__``, ``__call__``, ``__setattr__``, ``__repr__``...), and no
+    data descriptors: making a class with it, an instance of that class,
+    and reading the class are what ``type`` does, which the trace models."""
+    if not isinstance(meta, type) or not issubclass(meta, type):
+        return False
+    for klass in meta.__mro__:
+        if klass in (type, abc.ABCMeta, object):
+            continue
+        for k, v in klass.__dict__.items():
+            if k.startswith("__") and k.endswith("__") and k not in _METACLASS_PLAIN_DUNDERS:
+                return False
+            if hasattr(type(v), "__set__") or hasattr(type(v), "__delete__"):
+                return False
+    return True
+
+
 def _metaclass(bases: list[type], explicit) -> type:
     meta = explicit if explicit is not None else (type(bases[0]) if bases else type)
     for b in bases:
@@ -329,10 +357,12 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
             raise Unsupported(f"a class statement with the keyword {k!r} (passed to __init_subclass__)")
         explicit = v.as_python_constant()
     meta = _metaclass(bases, explicit)
-    if meta not in (type, abc.ABCMeta):
+    if meta not in (type, abc.ABCMeta) and not plain_metaclass(meta):
         raise Unsupported(f"a class statement in the frame with the metaclass {meta.__qualname__}",
-                          hint="classes made while tracing use the metaclass type or abc.ABCMeta; define the "
-                               "class outside the compiled function")
+                          hint="classes made while tracing use the metaclass type or abc.ABCMeta, or one that "
+                               "only adds methods (no __new__, __init__, __prepare__, __call__...); the statement "
+                               "runs natively at a graph break; define the class outside the compiled function "
+                               "to keep one graph")
     for b in bases:
         for klass in b.__mro__[:-1]:
             if "__init_subclass__" in klass.__dict__:
@@ -349,6 +379,7 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
     except Exception as e:   # e.g. a layout conflict of the bases: eager raises it too
         raise user_error(type(e), str(e)) from None
     made = MadeClassValue(cls, name, base_vs, namespace, body.code)
+    made.metaclass = explicit if isinstance(explicit, type) and explicit is not type else None
     _MADE[cls] = made
     ctx = tx.ctx
     ctx.value_cache[id(cls)] = (cls, made)

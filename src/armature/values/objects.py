@@ -344,7 +344,8 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     import abc
     import collections
     cls = cls_value.cls
-    if type(cls) not in (type, abc.ABCMeta):
+    from .class_def import plain_metaclass
+    if type(cls) not in (type, abc.ABCMeta) and not plain_metaclass(type(cls)):
         raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
     if getattr(cls, "__abstractmethods__", None):
         from ..trace.pyversion import at_least
