@@ -198,8 +198,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return containers.TupleValue(items, cls=t, source=source)
     if t is dict:
         keys = list(obj)
-        if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, (type, enum.Enum))
-                   for k in keys):
+        from .per_call_classes import statement_of
+        if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, enum.Enum)
+                   or (isinstance(k, type) and statement_of(k) is None) for k in keys):
+            # (a class made per call is a key like an object: not a constant)
             from .keys import wrap_by_position   # keys that are objects (tensors, modules...)
             return containers.DictValue(wrap_by_position(ctx, obj, source), source=source)
         _guard(ctx, Kind.TYPE_MATCH, source, t)
