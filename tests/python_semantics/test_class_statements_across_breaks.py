@@ -151,6 +151,38 @@ def descriptors(x):
     return o.double + Local.n, Local.twice(3)
 
 
+def property_setter_closes_over_frame(x, k):
+    class Local:
+        def __init__(self):
+            self._v = 0
+
+        @property
+        def v(self):
+            return self._v
+
+        @v.setter
+        def v(self, value):
+            self._v = value * k
+
+        @v.deleter
+        def v(self):
+            self._v = -k
+
+    o = Local()
+    armature.graph_break()
+    o.v = x.sum()
+    first = o.v
+    del o.v
+    return first, o.v
+
+
+def test_property_functions_are_read_per_call():
+    # the setter and deleter close over k, new every call: read through the
+    # property (a guard failure once, then dynamic), never the first call's
+    _, results, _ = run(property_setter_closes_over_frame, lambda i: (X.clone(), i + 1))
+    assert [int(r[1]) for r in results] == [-1, -2, -3, -4, -5, -6]
+
+
 def class_escapes_after_break(x):
     class Local:
         def __init__(self, v):

@@ -98,9 +98,10 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         desc = wrap_class_attr(tx, cls, name, raw, owner)
         if instance is None:
             raise Unsupported(f"reading the property object {cls.__name__}.{name}")
+        fget = _descriptor_func(tx, desc, owner, raw.fget, "fget")
         if raw.fget is None:
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
-        return _descriptor_func(tx, desc, owner, raw.fget, "fget").call(tx, [instance], {})
+        return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
         from .containers import BoundContainerMethod
         return BoundContainerMethod(instance.contents, name)
@@ -165,13 +166,14 @@ def _wrap_func(tx, fn) -> Value:
 
 
 def _descriptor_func(tx, desc: Value, owner: type, fn, attr: str) -> Value:
-    """The function a ``staticmethod``/``classmethod``/``property`` holds: a
-    trusted constant where the descriptor is guarded by identity, read
-    through the descriptor where it is made per call with its class."""
+    """The function a ``staticmethod``/``classmethod``/``property`` holds
+    (or None): a trusted constant where the descriptor is guarded by
+    identity, read (and guarded) through the descriptor where it is made
+    per call with its class."""
     if desc.source is not None and _per_call_member(tx, owner):
         from .builder import wrap
         return wrap(tx.ctx, fn, AttrSource(desc.source, attr))
-    return _wrap_func(tx, fn)
+    return ConstantValue(None) if fn is None else _wrap_func(tx, fn)
 
 
 class ClassValue(Value):
@@ -529,13 +531,17 @@ class ObjectValue(Value):
         raw, owner, pending = cls_value.lookup(tx, name)
         if raw is not _MISSING and not pending and _is_data_descriptor(raw):
             if isinstance(raw, property):
+                desc = wrap_class_attr(tx, self.cls, name, raw, owner)
+                fset = _descriptor_func(tx, desc, owner, raw.fset, "fset")
                 if raw.fset is None:
                     raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no setter")
-                wrap_class_attr(tx, self.cls, name, raw, owner)
-                _wrap_func(tx, raw.fset).call(tx, [self, value], {})
+                fset.call(tx, [self, value], {})
                 return
             if type(raw).__name__ != "member_descriptor":
                 setter = getattr(type(raw), "__set__", None)
+                from .per_call_classes import statement_of
+                if isinstance(setter, types.FunctionType) and statement_of(type(raw)) is not None:
+                    raise Unsupported(f"the descriptor {self.cls.__name__}.{name}, whose class is made per call")
                 if isinstance(setter, types.FunctionType):
                     desc = wrap_class_attr(tx, self.cls, name, raw, owner)
                     _wrap_func(tx, setter).call(tx, [desc, self, value], {})
@@ -565,10 +571,11 @@ class ObjectValue(Value):
         if raw is not _MISSING and not pending and _is_data_descriptor(raw) and \
                 type(raw).__name__ != "member_descriptor":
             if isinstance(raw, property):
+                desc = wrap_class_attr(tx, self.cls, name, raw, owner)
+                fdel = _descriptor_func(tx, desc, owner, raw.fdel, "fdel")
                 if raw.fdel is None:
                     raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no deleter")
-                wrap_class_attr(tx, self.cls, name, raw, owner)
-                _wrap_func(tx, raw.fdel).call(tx, [self], {})
+                fdel.call(tx, [self], {})
                 return
             raise Unsupported(f"deleting through the descriptor {self.cls.__name__}.{name}")
         if type(raw).__name__ == "member_descriptor":
