@@ -2009,9 +2009,13 @@ def class_stmt_in_frame(x):
 
 
 def test_class_statement_inside_frame_break():
-    # a class made in the frame live at a break: the frame runs as plain
-    # Python (a resume function would guard the per-call class by identity)
-    diff(class_stmt_in_frame, lambda: (X.clone(),), allow_fallback=True)
+    # a class made in the frame live at a break: rebuilt per call and handed
+    # to the resume function, which guards it by its class statement (not by
+    # identity): no fallback, one entry for every call
+    from armature.runtime.wrappers import _RESUME
+    diff(class_stmt_in_frame, lambda: (X.clone(),), calls=5)
+    resumes = [r for k, r in _RESUME.items() if k[0] is class_stmt_in_frame.__code__]
+    assert len(resumes) == 1 and len(armature.cache_entries(resumes[0])) == 1
 
 
 def exception_made_before_break(x, log):

@@ -124,12 +124,13 @@ def _native_arg(inst: dis.Instruction, labels: dict):
 
 
 class _WrappedNested(Value):
-    """A function made in the frame, called through its compiled form:
-    ``functools.partial(nested.call, <the function>)``."""
+    """A function made in the frame (or a method of a class made per call),
+    called through its compiled form: ``functools.partial(nested.call,
+    <the function>[, <the instance it is bound to>])``."""
 
-    def __init__(self, nested, fn_value: Value):
+    def __init__(self, nested, fn_value: Value, bound_self: Value | None = None):
         super().__init__()
-        self.nested, self.fn_value = nested, fn_value
+        self.nested, self.fn_value, self.bound_self = nested, fn_value, bound_self
 
     def reconstruct(self, out):
         import functools
@@ -137,7 +138,11 @@ class _WrappedNested(Value):
         out.load_const(functools.partial)
         out.load_const(self.nested.call)
         out.reconstruct(self.fn_value)
-        out.call(2)
+        if self.bound_self is None:
+            out.call(2)
+            return
+        out.reconstruct(self.bound_self)
+        out.call(3)
 
 
 class _Wrapped(Value):
@@ -171,6 +176,18 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
             return value
         value.check_no_hooks(tx)
         value = value.getattr(tx, "forward")
+    from ..values.per_call_classes import reached_through_per_call_class
+    if isinstance(value, (UserFunctionValue, BoundMethodValue)):
+        fv = value.func if isinstance(value, BoundMethodValue) else value
+        if isinstance(fv, UserFunctionValue) and reached_through_per_call_class(tx.ctx, fv.source):
+            # a method of a class made per call: a new function on every
+            # call, so the compiled form is kept per code and called with
+            # the function residual code reads (its closure is this call's)
+            if not _identifier_params(fv.code):
+                return value
+            from ..runtime.wrappers import nested_compiled_for
+            bound = value.obj if isinstance(value, BoundMethodValue) else None
+            return _WrappedNested(nested_compiled_for(fv.code, backend), fv, bound)
     if isinstance(value, UserFunctionValue):
         if not _identifier_params(value.fn.__code__):
             return value   # e.g. a comprehension's ".0": cannot be compiled on its own; runs as Python

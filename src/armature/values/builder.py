@@ -201,8 +201,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return containers.TupleValue(items, cls=t, source=source)
     if t is dict:
         keys = list(obj)
-        if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, (type, enum.Enum))
-                   for k in keys):
+        from .per_call_classes import statement_of
+        if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, enum.Enum)
+                   or (isinstance(k, type) and statement_of(k) is None) for k in keys):
+            # (a class made per call is a key like an object: not a constant)
             from .keys import wrap_by_position   # keys that are objects (tensors, modules...)
             return containers.DictValue(wrap_by_position(ctx, obj, source), source=source)
         _guard(ctx, Kind.TYPE_MATCH, source, t)
@@ -260,13 +262,20 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj is autograd_function.APPLY:
         return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
-        if source is not None and source in ctx.dynamic_sources and not torch_ops.is_graph_function(obj):
+        from .per_call_classes import reached_through_per_call_class
+        per_call = source is not None and reached_through_per_call_class(ctx, source)
+        if source is not None and (source in ctx.dynamic_sources or per_call) \
+                and not torch_ops.is_graph_function(obj):
             # a function made anew on every call (api's automatic-generic
-            # bookkeeping): what a call of it depends on is its code and
-            # globals; closure cells and defaults are read through it
+            # bookkeeping, or a method of a class made per call:
+            # values/per_call_classes.py): what a call of it depends on is its code and
+            # globals; closure cells and defaults are read through it.  (A
+            # method a class decorator generates per class, dataclass's
+            # __init__ and __repr__, has equal code, not the same object.)
             from ..guards.sources import AttrSource
             _guard(ctx, Kind.TYPE_MATCH, source, t)
-            _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__code__"), obj.__code__)
+            _guard(ctx, Kind.CONSTANT_MATCH if per_call else Kind.ID_MATCH, AttrSource(source, "__code__"),
+                   obj.__code__)
             _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__globals__"), obj.__globals__)
             return functions.UserFunctionValue(obj, source)
         _guard(ctx, Kind.ID_MATCH, source, obj)
@@ -295,6 +304,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             return torch_ops.TorchFunctionValue(obj, source)
         return vbuiltins.BuiltinValue(obj, source)
     if isinstance(obj, type):
+        from .per_call_classes import statement_of, wrap_per_call_class
+        if statement_of(obj) is not None:   # made anew on every call by a class statement
+            return wrap_per_call_class(ctx, obj, source)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if obj in torch_ops.GRAD_MODE_CLASSES:
             return torch_ops.GradModeClassValue(obj, source)

@@ -17,9 +17,11 @@ a method call inlines the symbolic function with its symbolic closure.
 
 The real class lives only inside this trace.  Guards on it (its dict entries,
 read through a constant source) hold for every call.  Where the class or
-one of its instances escapes the frame, residual code builds a new class
-per call from the reconstructed namespace (:func:`rebuild_class`), as eager
-does, so nothing is guarded on the identity of a class made per call.
+one of its instances escapes the frame, or is live at a graph break,
+residual code builds a new class per call from the reconstructed namespace
+(:func:`rebuild_class`), as eager does, and remembers it as made by this
+statement: a resume function (or any compiled function) that receives it
+guards it by that, not by identity (values/per_call_classes.py).
 
 Only what is pure to run while tracing is modelled: the metaclass ``type``
 (or ``abc.ABCMeta``), no ``__init_subclass__`` of the bases, namespace
@@ -27,11 +29,10 @@ values that are immutable constants, functions made by the body and
 ``staticmethod``/``classmethod``/``property`` of them, and containers,
 tensors and objects the frame made (the real class holds stand-ins the
 trace reads as those Values).  Anything else
-raises Unsupported; the break is placed on LOAD_BUILD_CLASS, where a frame
-cannot be split, so the whole frame runs as Python (a break at the call
-would hand a class made per call to the resume function, guarded by
-identity: a recompile per call).  For the same reason a graph break with
-such a class (or an instance of it) live makes the frame run as Python.
+(a metaclass of the user's, ``__init_subclass__``...) raises Unsupported at
+the call of ``__build_class__``: a graph break there runs the statement
+natively (:func:`per_call_classes.native_build_class`, which remembers the
+class as made by the statement), the rest of the frame compiled.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ import abc
 import types
 import weakref
 
-from ..diagnostics.errors import Unsupported, UserException, user_error
+from ..diagnostics.errors import Unsupported, user_error
 from ..effects import DELETED
 from .base import Value
 from .constant import ConstantValue
@@ -128,13 +129,17 @@ class ClassBodyDecorator(Value):
 class MadeClassValue(ClassValue):
     """A class made by a ``class`` statement in this trace."""
 
-    def __init__(self, cls: type, name: str, bases: list[Value], namespace: dict[str, Value]):
+    def __init__(self, cls: type, name: str, bases: list[Value], namespace: dict[str, Value],
+                 body_code: types.CodeType | None = None):
         super().__init__(cls, None)
         self.name, self.bases, self.namespace = name, bases, namespace
+        #: the class statement's body: the rebuilt class is remembered as
+        #: made by it (values/per_call_classes.py)
+        self.body_code = body_code
+        #: the statement's ``metaclass=`` (None: from the bases)
+        self.metaclass = None
         #: decorators applied to the class (``@dataclass``), in order: (callable, kwargs)
         self.decorators: list[tuple] = []
-        #: the root frame of the trace (set by build_class)
-        self.root_frame = None
 
     def setattr(self, tx, name, value):
         # a class made in this frame: nothing outside sees it unless it
@@ -149,11 +154,8 @@ class MadeClassValue(ClassValue):
         self.attrs[name] = DELETED
 
     def reconstruct(self, out):
-        if self.root_frame is not None and self.root_frame.stopped_at_break:
-            # handed to a resume function, a class made per call would be
-            # guarded by identity there (a recompile per call): the frame
-            # runs as Python instead (BreakNotPossible)
-            raise Unsupported("a class made in the frame is live at a graph break")
+        # (handed to a resume function, the class rebuilt per call is guarded
+        # there by its class statement, not by identity: per_call_classes.py)
         out.instr("PUSH_NULL")
         out.load_const(rebuild_class)
         out.load_const(self.name)
@@ -175,7 +177,9 @@ class MadeClassValue(ClassValue):
             else:
                 out.reconstruct(v)
         out.instr("BUILD_TUPLE", len(names))
-        out.call(7)
+        out.load_const(self.body_code)
+        out.load_const(self.metaclass)
+        out.call(9)
 
     def __repr__(self):
         return f"<class {self.cls.__qualname__} (made in the frame)>"
@@ -184,11 +188,12 @@ class MadeClassValue(ClassValue):
 _DELETE = object()
 
 
-def rebuild_class(name, bases, keys, values, decorators, attr_names, attr_values):
+def rebuild_class(name, bases, keys, values, decorators, attr_names, attr_values, body_code=None, metaclass=None):
     """Residual code: the class a ``class`` statement made in the traced frame,
     built anew on every call (as eager does), then decorated and given the
-    writes the frame made to it."""
-    cls = types.new_class(name, bases, exec_body=lambda ns: ns.update(zip(keys, values)))
+    writes the frame made to it; remembered as made by that statement."""
+    kwds = {"metaclass": metaclass} if metaclass is not None else None
+    cls = types.new_class(name, bases, kwds, exec_body=lambda ns: ns.update(zip(keys, values)))
     for fn, kwargs in decorators:
         cls = fn(**kwargs)(cls) if kwargs else fn(cls)
     for k, v in zip(attr_names, attr_values):
@@ -196,6 +201,9 @@ def rebuild_class(name, bases, keys, values, decorators, attr_names, attr_values
             delattr(cls, k)
         else:
             setattr(cls, k, v)
+    if body_code is not None:
+        from .per_call_classes import note_made
+        note_made(cls, body_code)
     return cls
 
 
@@ -273,6 +281,30 @@ class _Realizer:
         return fn
 
 
+#: what a metaclass may define and still make classes as ``type`` does
+_METACLASS_PLAIN_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                                      "__firstlineno__", "__static_attributes__"})
+
+
+def plain_metaclass(meta) -> bool:
+    """A metaclass that only adds methods and attributes to ``type`` (or
+    ``abc.ABCMeta``), none of them a dunder (no ``__new__``, ``__init__``,
+    ``__prepare__``, ``__call__``, ``__setattr__``, ``__repr__``...), and no
+    data descriptors: making a class with it, an instance of that class,
+    and reading the class are what ``type`` does, which the trace models."""
+    if not isinstance(meta, type) or not issubclass(meta, type):
+        return False
+    for klass in meta.__mro__:
+        if klass in (type, abc.ABCMeta, object):
+            continue
+        for k, v in klass.__dict__.items():
+            if k.startswith("__") and k.endswith("__") and k not in _METACLASS_PLAIN_DUNDERS:
+                return False
+            if hasattr(type(v), "__set__") or hasattr(type(v), "__delete__"):
+                return False
+    return True
+
+
 def _metaclass(bases: list[type], explicit) -> type:
     meta = explicit if explicit is not None else (type(bases[0]) if bases else type)
     for b in bases:
@@ -298,15 +330,13 @@ class BuildClassValue(Value):
         return types.BuiltinFunctionType
 
     def call(self, tx, args, kwargs):
-        try:
-            return build_class(tx, args, kwargs)
-        except Unsupported as e:
-            if not isinstance(e, UserException) and getattr(e, "root_index", None) is None \
-                    and self.frame.parent is None:
-                # the break goes on LOAD_BUILD_CLASS, where a frame cannot be
-                # split: the whole frame runs as Python (see the module doc)
-                e.root_index, e.from_callee = self.index, False
-            raise
+        # (what it cannot model is a graph break on the call: the statement
+        # runs natively, its class then made per call: per_call_classes.py)
+        return build_class(tx, args, kwargs)
+
+    def reconstruct(self, out):
+        from .per_call_classes import native_build_class
+        out.load_const(native_build_class)
 
 
 def build_class(tx, args, kwargs) -> MadeClassValue:
@@ -327,10 +357,12 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
             raise Unsupported(f"a class statement with the keyword {k!r} (passed to __init_subclass__)")
         explicit = v.as_python_constant()
     meta = _metaclass(bases, explicit)
-    if meta not in (type, abc.ABCMeta):
+    if meta not in (type, abc.ABCMeta) and not plain_metaclass(meta):
         raise Unsupported(f"a class statement in the frame with the metaclass {meta.__qualname__}",
-                          hint="classes made while tracing use the metaclass type or abc.ABCMeta; define the "
-                               "class outside the compiled function")
+                          hint="classes made while tracing use the metaclass type or abc.ABCMeta, or one that "
+                               "only adds methods (no __new__, __init__, __prepare__, __call__...); the statement "
+                               "runs natively at a graph break; define the class outside the compiled function "
+                               "to keep one graph")
     for b in bases:
         for klass in b.__mro__[:-1]:
             if "__init_subclass__" in klass.__dict__:
@@ -346,11 +378,8 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
         cls = meta(name, tuple(bases), real_ns)
     except Exception as e:   # e.g. a layout conflict of the bases: eager raises it too
         raise user_error(type(e), str(e)) from None
-    made = MadeClassValue(cls, name, base_vs, namespace)
-    root = tx
-    while root.parent is not None:
-        root = root.parent
-    made.root_frame = root
+    made = MadeClassValue(cls, name, base_vs, namespace, body.code)
+    made.metaclass = explicit if isinstance(explicit, type) and explicit is not type else None
     _MADE[cls] = made
     ctx = tx.ctx
     ctx.value_cache[id(cls)] = (cls, made)

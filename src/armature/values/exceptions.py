@@ -142,10 +142,11 @@ class ExceptionValue(Value):
 
     def _emit_class(self, out):
         from .class_def import made_class_value
+        from .per_call_classes import emit_class
         made = made_class_value(self.cls)
         if made is not None:   # a class statement of the frame: the class rebuilt for this call
             out.reconstruct(made)
-        else:
+        elif not emit_class(out, self.cls, getattr(self, "cls_value", None)):
             out.load_const(self.cls)
 
     def __repr__(self):
@@ -181,6 +182,7 @@ def make_exception(tx, cls_value, args, kwargs) -> ExceptionValue:
         raise Unsupported(f"creating {cls.__qualname__}, which defines __new__")
     init_raw, owner = find_class_attr(cls, "__init__")
     exc = ExceptionValue(cls, list(args))
+    exc.cls_value = cls_value   # (a class made per call is rebuilt through it)
     if owner.__module__ == "builtins":
         if kwargs:
             if owner in _GENERIC_INIT:

@@ -27,7 +27,7 @@ def _lookup(tx, value, name: str):
     for klass in cls.__mro__:
         if klass is owner:
             break
-        tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass), name))
+        tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass, tx.ctx), name))
     return raw, owner
 
 

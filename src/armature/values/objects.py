@@ -34,8 +34,26 @@ def _is_data_descriptor(obj) -> bool:
     return hasattr(t, "__set__") or hasattr(t, "__delete__")
 
 
-def class_source(cls: type) -> Source:
+def class_source(cls: type, ctx=None) -> Source:
+    """Where the trace reads ``cls`` from: a constant, except for a class made
+    per call by a class statement (values/per_call_classes.py), read through
+    the source the trace met it at (``ctx``: the trace)."""
+    from .per_call_classes import class_source_of, statement_of
+    if ctx is not None:
+        src = class_source_of(ctx, cls)
+        if src is not None:
+            return src
+    elif statement_of(cls) is not None:
+        raise Unsupported(f"reading the class {cls.__qualname__}, made per call by a class statement, "
+                          "as a constant")
     return constant_source(cls, cls.__qualname__)
+
+
+def _per_call_member(tx, owner: type) -> bool:
+    """Whether ``owner``'s dict entries are made per call (a class made per
+    call by a class statement): guarded by type and code, not identity."""
+    from .per_call_classes import statement_of
+    return statement_of(owner) is not None
 
 
 def find_class_attr(cls: type, name: str):
@@ -50,8 +68,13 @@ def find_class_attr(cls: type, name: str):
 def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
     """Wrap a raw class-dict entry, guarded by identity/value on its owner's dict."""
     from .builder import wrap
-    src = ItemSource(AttrSource(class_source(owner), "__dict__"), name)
+    src = ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name)
     if isinstance(raw, (property, staticmethod, classmethod)) or _is_data_descriptor(raw):
+        if _per_call_member(tx, owner):   # made with its class, on every call
+            if isinstance(raw, (property, staticmethod, classmethod)):
+                tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, src, type(raw)))
+                return ObjectValue(raw, src)
+            return wrap(tx.ctx, raw, src)
         tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, raw))
         return ObjectValue(raw, src)
     return wrap(tx.ctx, raw, src)
@@ -63,21 +86,22 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
     from .functions import BoundMethodValue
     cls = cls_value.cls
     if isinstance(raw, staticmethod):
-        wrap_class_attr(tx, cls, name, raw, owner)
-        return _wrap_func(tx, raw.__func__)
+        desc = wrap_class_attr(tx, cls, name, raw, owner)
+        return _descriptor_func(tx, desc, owner, raw.__func__, "__func__")
     if isinstance(raw, classmethod):
-        wrap_class_attr(tx, cls, name, raw, owner)
-        return BoundMethodValue(_wrap_func(tx, raw.__func__), cls_value)
+        desc = wrap_class_attr(tx, cls, name, raw, owner)
+        return BoundMethodValue(_descriptor_func(tx, desc, owner, raw.__func__, "__func__"), cls_value)
     if isinstance(raw, types.FunctionType):
         fv = wrap_class_attr(tx, cls, name, raw, owner)
         return fv if instance is None else BoundMethodValue(fv, instance)
     if isinstance(raw, property):
-        wrap_class_attr(tx, cls, name, raw, owner)
+        desc = wrap_class_attr(tx, cls, name, raw, owner)
         if instance is None:
             raise Unsupported(f"reading the property object {cls.__name__}.{name}")
+        fget = _descriptor_func(tx, desc, owner, raw.fget, "fget")
         if raw.fget is None:
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
-        return _wrap_func(tx, raw.fget).call(tx, [instance], {})
+        return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
         from .containers import BoundContainerMethod
         return BoundContainerMethod(instance.contents, name)
@@ -89,11 +113,15 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
     from .autograd_function import APPLY, ApplyValue
     if raw is APPLY and type(raw) is not types.FunctionType:
         # torch >= 2.14: Function.apply is a C classmethod (2.13's Python one is bound above)
-        tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner), "__dict__"), name), raw))
+        tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name),
+                                raw))
         return BoundMethodValue(ApplyValue(), cls_value)
     getter = getattr(type(raw), "__get__", None)
     if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
         if isinstance(getter, types.FunctionType):
+            from .per_call_classes import statement_of
+            if statement_of(type(raw)) is not None:
+                raise Unsupported(f"the descriptor {cls.__name__}.{name}, whose class is made per call")
             desc = wrap_class_attr(tx, cls, name, raw, owner)
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
@@ -135,6 +163,17 @@ def _fold_class_method(bound, args, kwargs) -> Value:
 def _wrap_func(tx, fn) -> Value:
     from .builder import wrap
     return wrap(tx.ctx, fn, None)
+
+
+def _descriptor_func(tx, desc: Value, owner: type, fn, attr: str) -> Value:
+    """The function a ``staticmethod``/``classmethod``/``property`` holds
+    (or None): a trusted constant where the descriptor is guarded by
+    identity, read (and guarded) through the descriptor where it is made
+    per call with its class."""
+    if desc.source is not None and _per_call_member(tx, owner):
+        from .builder import wrap
+        return wrap(tx.ctx, fn, AttrSource(desc.source, attr))
+    return ConstantValue(None) if fn is None else _wrap_func(tx, fn)
 
 
 class ClassValue(Value):
@@ -307,7 +346,8 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
     import abc
     import collections
     cls = cls_value.cls
-    if type(cls) not in (type, abc.ABCMeta):
+    from .class_def import plain_metaclass
+    if type(cls) not in (type, abc.ABCMeta) and not plain_metaclass(type(cls)):
         raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
     if getattr(cls, "__abstractmethods__", None):
         from ..trace.pyversion import at_least
@@ -343,14 +383,20 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
         if not isinstance(fn, types.FunctionType):
             raise Unsupported(f"creating an instance of {cls.__qualname__}, whose __new__ is not Python")
         from .functions import UserFunctionValue
-        src = ItemSource(AttrSource(class_source(new_owner), "__dict__"), "__new__")
+        src = ItemSource(AttrSource(class_source(new_owner, tx.ctx), "__dict__"), "__new__")
         if isinstance(new_raw, staticmethod):
             src = AttrSource(src, "__func__")
-        tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, fn))
-        obj = UserFunctionValue(fn, src).call(tx, [cls_value, *args], dict(kwargs))
+        if _per_call_member(tx, new_owner):
+            from .builder import wrap
+            new_fn = wrap(tx.ctx, fn, src)
+        else:
+            tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, fn))
+            new_fn = UserFunctionValue(fn, src)
+        obj = new_fn.call(tx, [cls_value, *args], dict(kwargs))
         if not (isinstance(obj, ObjectValue) and obj.is_new and issubclass(obj.cls, cls)):
             return obj  # __new__ returned something else: __init__ is not called
     obj.storage_kind = storage
+    obj.cls_value = cls_value   # (a class made per call is rebuilt through it)
     init_raw, owner, _ = cls_value.lookup(tx, "__init__")
     if init_raw is object.__init__:
         if args or kwargs:
@@ -503,13 +549,17 @@ class ObjectValue(Value):
         raw, owner, pending = cls_value.lookup(tx, name)
         if raw is not _MISSING and not pending and _is_data_descriptor(raw):
             if isinstance(raw, property):
+                desc = wrap_class_attr(tx, self.cls, name, raw, owner)
+                fset = _descriptor_func(tx, desc, owner, raw.fset, "fset")
                 if raw.fset is None:
                     raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no setter")
-                wrap_class_attr(tx, self.cls, name, raw, owner)
-                _wrap_func(tx, raw.fset).call(tx, [self, value], {})
+                fset.call(tx, [self, value], {})
                 return
             if type(raw).__name__ != "member_descriptor":
                 setter = getattr(type(raw), "__set__", None)
+                from .per_call_classes import statement_of
+                if isinstance(setter, types.FunctionType) and statement_of(type(raw)) is not None:
+                    raise Unsupported(f"the descriptor {self.cls.__name__}.{name}, whose class is made per call")
                 if isinstance(setter, types.FunctionType):
                     desc = wrap_class_attr(tx, self.cls, name, raw, owner)
                     _wrap_func(tx, setter).call(tx, [desc, self, value], {})
@@ -539,10 +589,11 @@ class ObjectValue(Value):
         if raw is not _MISSING and not pending and _is_data_descriptor(raw) and \
                 type(raw).__name__ != "member_descriptor":
             if isinstance(raw, property):
+                desc = wrap_class_attr(tx, self.cls, name, raw, owner)
+                fdel = _descriptor_func(tx, desc, owner, raw.fdel, "fdel")
                 if raw.fdel is None:
                     raise user_error(AttributeError, f"property {name!r} of {self.cls.__name__!r} object has no deleter")
-                wrap_class_attr(tx, self.cls, name, raw, owner)
-                _wrap_func(tx, raw.fdel).call(tx, [self], {})
+                fdel.call(tx, [self], {})
                 return
             raise Unsupported(f"deleting through the descriptor {self.cls.__name__}.{name}")
         if type(raw).__name__ == "member_descriptor":
@@ -699,10 +750,11 @@ class ObjectValue(Value):
         from .class_def import made_class_value
         out.instr("PUSH_NULL")
         out.load_const(helper)
+        from .per_call_classes import emit_class
         made = made_class_value(self.cls)
         if made is not None:   # a class made in the frame: rebuilt per call, as eager makes it
             out.reconstruct(made)
-        else:
+        elif not emit_class(out, self.cls, getattr(self, "cls_value", None)):
             out.load_const(self.cls)
         out.load_const(tuple(names))
         for k in names:
@@ -1008,5 +1060,12 @@ class _ObjectSlot(Value):
 def wrap_object(ctx, obj, source):
     if source is None:
         raise Unsupported(f"a {type(obj).__qualname__} object reached without a source")
+    from .per_call_classes import statement_of
+    if statement_of(type(obj)) is not None:
+        # an instance of a class made per call: its class guarded as such
+        from .builder import wrap
+        value = ObjectValue(obj, source)
+        value.cls_value = wrap(ctx, type(obj), AttrSource(source, "__class__"))
+        return value
     ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(obj)))
     return ObjectValue(obj, source)
