@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from . import config as config_mod
+from .codegen.names import FN_ARG
 from .backends import lookup_backend
 from .diagnostics import logs
 from .diagnostics import record as _record
@@ -66,11 +67,11 @@ class CompiledFunction:
         f = self._fn
         for entry in self._entries:
             try:
-                hit = entry.guard(*args, ___f=f, **kwargs)
+                hit = entry.guard(*args, **{FN_ARG: f}, **kwargs)
             except TypeError:  # the arguments do not bind: eager raises its own TypeError
                 return f(*args, **kwargs)
             if hit:
-                result = entry.run(*args, ___f=f, **kwargs)
+                result = entry.run(*args, **{FN_ARG: f}, **kwargs)
                 if type(result) is TailCall:
                     return result.run()
                 return result
@@ -86,8 +87,8 @@ class CompiledFunction:
             return self._dispatch_under_stance(args, kwargs)
         f = self._fn
         for entry in self._entries:
-            if entry.guard(*args, ___f=f, **kwargs):
-                return entry.run(*args, ___f=f, **kwargs)
+            if entry.guard(*args, **{FN_ARG: f}, **kwargs):
+                return entry.run(*args, **{FN_ARG: f}, **kwargs)
         return self._miss(args, kwargs)
 
     def _dispatch_under_stance(self, args, kwargs):
@@ -111,7 +112,7 @@ class CompiledFunction:
         if st.skip_guard_eval_unsafe and entries:
             if len(entries) == 1:   # nothing to tell apart: no guard runs
                 try:
-                    return entries[0].run(*args, ___f=f, **kwargs)
+                    return entries[0].run(*args, **{FN_ARG: f}, **kwargs)
                 except TypeError:
                     from .runtime.compile_frame import _binds
                     if _binds(f, args, kwargs):
@@ -119,18 +120,18 @@ class CompiledFunction:
                     return f(*args, **kwargs)   # eager's own TypeError for a bad call
             for entry, guard in cf._cache.distinguishing_guards(f):
                 try:
-                    hit = guard(*args, ___f=f, **kwargs)
+                    hit = guard(*args, **{FN_ARG: f}, **kwargs)
                 except TypeError:
                     return f(*args, **kwargs)
                 if hit:
-                    return entry.run(*args, ___f=f, **kwargs)
+                    return entry.run(*args, **{FN_ARG: f}, **kwargs)
         for entry in entries:
             try:
-                hit = entry.guard(*args, ___f=f, **kwargs)
+                hit = entry.guard(*args, **{FN_ARG: f}, **kwargs)
             except TypeError:
                 return f(*args, **kwargs)
             if hit:
-                return entry.run(*args, ___f=f, **kwargs)
+                return entry.run(*args, **{FN_ARG: f}, **kwargs)
         return cf._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
@@ -180,7 +181,7 @@ class CompiledFunction:
         cache.add(entry)
         if _record.active:
             _record.entry_added(f, cache, entry, module=self._module_of_call())
-        return entry.run(*args, ___f=f, **kwargs)
+        return entry.run(*args, **{FN_ARG: f}, **kwargs)
 
     def _module_of_call(self):
         """The module when this compiles a CompiledModule's call (for the

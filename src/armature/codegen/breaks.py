@@ -214,8 +214,9 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
     from ..values.containers import TupleValue
     from ..values.symbolic import SymbolicNumberValue
     from ..values.tensor import TensorValue
-    from .resume import STACK_ARG
-    named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
+    from .names import generated_prefix, stack_arg
+    prefix = generated_prefix(resume._fn.__code__)
+    named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
     named += list(locals_.items())
     cache = resume._cache
     from ..values.base import LazyValue
@@ -240,9 +241,10 @@ def note_fresh_modules(resume, stack: list, locals_: dict, new_module_slot: int 
     identity (values/modules.note_fresh_modules); so is the module the
     native instruction builds (``new_module_slot``: its slot)."""
     from ..values.modules import note_fresh_modules as note
-    from .resume import STACK_ARG
-    named = [(STACK_ARG.format(i), v) for i, v in enumerate(stack) if v is not NULL]
-    new = [STACK_ARG.format(new_module_slot)] if new_module_slot is not None else []
+    from .names import generated_prefix, stack_arg
+    prefix = generated_prefix(resume._fn.__code__)
+    named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
+    new = [stack_arg(prefix, new_module_slot)] if new_module_slot is not None else []
     note(resume._fn.__code__, named + list(locals_.items()), new_names=new)
 
 
@@ -281,7 +283,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         stack[pos] = _compiled_callee(frame, stack[pos], backend)
 
     # (a resume function's own ___stack arguments only fed its prologue)
-    from .resume import CELL_ARG, origin_of
+    from .names import cell_arg, generated_prefix, is_resume_arg
+    from .resume import origin_of
     base_code, to_orig = origin_of(code)
     looks_at_itself = {"locals", "_getframe", "currentframe"} & set(base_code.co_names)
     if looks_at_itself:
@@ -298,10 +301,10 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         cell_values = [frame.cells[c] if c in frame.cells else frame.locals[c] for c in cell_names]
     else:  # a resume function: its cells are the ___cell_* arguments
         cell_names = tuple(base_code.co_cellvars) + tuple(base_code.co_freevars)
-        local_names = tuple(n for n in code.co_varnames if n in frame.locals
-                            and not n.startswith(("___stack", "___cell_")))
+        prefix = generated_prefix(code)
+        local_names = tuple(n for n in code.co_varnames if n in frame.locals and not is_resume_arg(prefix, n))
         try:
-            cell_values = [frame.locals[CELL_ARG.format(c)] for c in cell_names]
+            cell_values = [frame.locals[cell_arg(prefix, c)] for c in cell_names]
         except KeyError as e:
             raise BreakNotPossible(f"cell {e} is not available") from e
     bad = [n for n in local_names if not n.isidentifier()]

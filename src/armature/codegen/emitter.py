@@ -18,9 +18,9 @@ from bytecode import Instr
 
 from ..diagnostics.errors import Unsupported
 from ..values.base import Value
+from .names import GRAPH_OUT, temp_name
 from .spelling import SPELLING
 
-GRAPH_OUT = "___graph_out"
 _UNSET = object()
 
 
@@ -82,7 +82,7 @@ class Emitter:
 
     def new_temp(self) -> "_Temp":
         self._ntemps += 1
-        return _Temp(f"___tmp{self._ntemps}")
+        return _Temp(temp_name(self._ntemps))
 
     def graph_output_index(self, node) -> int:
         idx = self._out_index.get(node)

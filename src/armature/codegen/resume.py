@@ -9,6 +9,10 @@ live locals and the frame's cells; reads and writes of closure variables are
 rewritten to go through those cell objects, so closures made before the
 break keep sharing them.  Resume functions are cached by (code, offset,
 layout) and compiled like any function on their first call.
+
+The saved stack and cell arguments are named with the code's generated
+prefix (``___stack0``, ``___cell_x``: codegen/names.py), which none of the
+code's own locals starts with.
 """
 from __future__ import annotations
 
@@ -18,18 +22,18 @@ import types
 from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 
 from ..trace.frame import instructions_of
+from .names import cell_arg, generated_prefix, stack_arg
 from .spelling import SPELLING
 
-STACK_ARG = "___stack{}"
 #: kinds of saved stack slots: an ordinary value, a NULL, and the previous
 #: exception PUSH_EXC_INFO saved (passed as the exception being handled)
 VALUE_SLOT, NULL_SLOT, EXC_INFO_SLOT = "v", "n", "e"
-CELL_ARG = "___cell_{}"
 
 
 @functools.lru_cache(maxsize=1024)
 def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str, ...],
                       local_names: tuple[str, ...], cell_names: tuple[str, ...]) -> types.CodeType:
+    prefix = generated_prefix(code)
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     insts, index_of = instructions_of(code)
     real = [i for i, item in enumerate(bc) if isinstance(item, Instr)]
@@ -45,7 +49,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     for i, item in enumerate(items):
         if isinstance(item, Instr):
             if i in supers:
-                new = [item] + _super_arguments(code, local_names, item)
+                new = [item] + _super_arguments(code, local_names, item, prefix)
             elif any(i - k in supers for k in range(1, len(SPELLING.super_call_tail) + 1)):
                 new = [Instr(item.name, 2, location=item.location)]   # (PRECALL 0 /) CALL 0 -> 2
             elif item.name == "LOAD_SUPER_ATTR" and not item.arg[1]:
@@ -53,7 +57,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
                 # argument are already on the stack; call super with them
                 new = [Instr(item.name, (item.arg[0], True, item.arg[2]), location=item.location)]
             else:
-                new = _rewrite_cells(item, cells)
+                new = _rewrite_cells(item, cells, prefix)
             expansion.append(len(new))
             body.extend(new)
         else:
@@ -66,7 +70,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
         if kind == NULL_SLOT:
             prologue.append(Instr("PUSH_NULL", lineno=lineno))
             continue
-        name = STACK_ARG.format(i)
+        name = stack_arg(prefix, i)
         argnames.append(name)
         prologue.append(Instr("LOAD_FAST", name, lineno=lineno))
         if kind == EXC_INFO_SLOT:
@@ -76,7 +80,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
             prologue.append(Instr("PUSH_EXC_INFO", lineno=lineno))
             prologue.append(Instr("POP_TOP", lineno=lineno))
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
-    argnames += list(local_names) + [CELL_ARG.format(c) for c in cell_names]
+    argnames += list(local_names) + [cell_arg(prefix, c) for c in cell_names]
 
     out = Bytecode(prologue + body)
     out.name = f"__resume_{code.co_name}_at_{target_offset}"
@@ -144,17 +148,17 @@ def _zero_arg_super_calls(items) -> set:
     return out
 
 
-def _super_arguments(code, local_names, at: Instr) -> list:
+def _super_arguments(code, local_names, at: Instr, prefix: str) -> list:
     """Zero-argument ``super()`` reads the frame's ``__class__`` cell and first
     local; a resume function has neither where CPython looks, so the call is
     made explicit: ``super(__class__, <first argument>)``."""
     if code.co_argcount == 0:
         raise ResumeNotPossible("super() in a method without a first argument")
     first = code.co_varnames[0]
-    loads = [Instr("LOAD_FAST", CELL_ARG.format("__class__"), location=at.location),
+    loads = [Instr("LOAD_FAST", cell_arg(prefix, "__class__"), location=at.location),
              SPELLING.load_attr("cell_contents", at.location)]
     if first in code.co_cellvars:
-        loads += [Instr("LOAD_FAST", CELL_ARG.format(first), location=at.location),
+        loads += [Instr("LOAD_FAST", cell_arg(prefix, first), location=at.location),
                   SPELLING.load_attr("cell_contents", at.location)]
     elif first in local_names:
         loads.append(Instr("LOAD_FAST", first, location=at.location))
@@ -172,7 +176,7 @@ def _var_name(arg) -> str:
     return arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
 
 
-def _rewrite_cells(ins: Instr, cells: frozenset) -> list:
+def _rewrite_cells(ins: Instr, cells: frozenset, prefix: str) -> list:
     """Closure-variable opcodes become operations on cell objects held in
     ordinary locals (the resume function has no cells of its own)."""
     name = ins.name
@@ -182,7 +186,7 @@ def _rewrite_cells(ins: Instr, cells: frozenset) -> list:
         # the function's own MAKE_CELLs precede RESUME and are never reached
         # from the prologue; 3.12+'s inlined comprehensions make a fresh cell
         # for a variable a closure captures: here a new cell object
-        return SPELLING.new_cell(CELL_ARG.format(_var_name(ins.arg)), ins.location)
+        return SPELLING.new_cell(cell_arg(prefix, _var_name(ins.arg)), ins.location)
     if name in _FAST_OPS:
         # A closure variable's slot holds its cell (CPython's model): 3.13
         # loads the cell with LOAD_FAST to build a closure, and 3.12+'s
@@ -191,12 +195,12 @@ def _rewrite_cells(ins: Instr, cells: frozenset) -> list:
         # (STORE_FAST).  Here that slot is the ``___cell_`` argument.
         def slot(v):
             v = _var_name(v)
-            return CELL_ARG.format(v) if v in cells else v
+            return cell_arg(prefix, v) if v in cells else v
         arg = tuple(slot(v) for v in ins.arg) if isinstance(ins.arg, tuple) else slot(ins.arg)
         return [Instr(name, arg, location=ins.location)]
     if name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"):
         var = ins.arg.name if isinstance(ins.arg, (CellVar, FreeVar)) else ins.arg
-        cell = Instr("LOAD_FAST", CELL_ARG.format(var), location=ins.location)
+        cell = Instr("LOAD_FAST", cell_arg(prefix, var), location=ins.location)
         if name == "LOAD_CLOSURE":
             return [cell]
         if name in ("LOAD_DEREF", "LOAD_CLASSDEREF"):

@@ -1,7 +1,8 @@
 """Build the transformed function of a cache entry.
 
-It has the original function's signature preceded by the hidden ``___f``
-(the called function object: closures and defaults are read from it), and
+It has the original function's signature followed by the hidden keyword-only
+``FN_ARG`` (codegen/names.py: the called function object, closures and
+defaults are read from it), and
 does only this: load the graph inputs from their sources, call the compiled
 graph once, rebuild the return value, return.
 """
@@ -13,12 +14,13 @@ from typing import Callable
 
 from bytecode import Bytecode, CompilerFlags, Instr
 
-from ..guards.sources import FN_ARG, Source
-from .emitter import GRAPH_OUT, Emitter
+from ..guards.sources import Source
+from .emitter import Emitter
+from .names import FN_ARG, GRAPH_OUT
 
 
 def _arg_names(code: types.CodeType) -> list[str]:
-    """The original parameters with ``___f`` appended to the keyword-only ones."""
+    """The original parameters with FN_ARG appended to the keyword-only ones."""
     names = code.co_varnames
     n = code.co_argcount + code.co_kwonlyargcount
     out = list(names[:n]) + [FN_ARG]

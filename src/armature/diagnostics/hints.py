@@ -191,8 +191,8 @@ RULES = (
           "ARMATURE_DYNAMIC_SOURCES), or raise armature.config.recompile_limit"),
     _rule(r"written for CPython", "Python version",
           "armature traces CPython 3.11 only so far; run under Python 3.11 to compile", limitation=True),
-    _rule(r"not identifiers|reserved for armature", "names",
-          "rename the parameter or local so it is a plain identifier not starting with '___'"),
+    _rule(r"not identifiers", "names",
+          "rename the parameter so it is a plain identifier"),
     _rule(r"cannot be split there", "break placement",
           "the break falls where a frame cannot be split (e.g. inside a with-block armature cannot "
           "rebuild); move the construct that breaks out of that block, or into a helper function",

@@ -33,6 +33,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
+from ..codegen.names import FN_ARG
 from ..codegen.transformed import build_transformed
 from ..graph.dynamic import SizeSource
 from ..values.symbolic import ScalarTensorSource
@@ -258,7 +259,7 @@ class _Builder:
         lead = cap.call_args[:len(cap.call_args) - len(pargs)]
         grad = torch.is_grad_enabled()
         try:
-            result = run(*lead, *pargs, ___f=cap.fn, **pkwargs)
+            result = run(*lead, *pargs, **{FN_ARG: cap.fn}, **pkwargs)
         finally:
             torch._C._set_grad_enabled(grad)
         by_id = {id(n.meta["val"]): self.env_nodes[n] for n in out_nodes}

@@ -97,9 +97,12 @@ class SizeSource(Source):
 class SourceNames:
     """Renders armature Sources as the guard-function expressions ShapeEnv
     names symbols by.  Constants the expressions need get names of their
-    own (``___sc0``...), carried by the guards built from that text."""
+    own (``___sc0``...), carried by the guards built from that text: they
+    start with ``prefix``, which no local of the traced code starts with
+    (codegen/names.py)."""
 
-    def __init__(self):
+    def __init__(self, prefix: str):
+        self.prefix = prefix
         self.consts: dict[str, Any] = {}
         self._ids: dict[int, str] = {}
         self.by_text: dict[str, Source] = {}
@@ -107,7 +110,7 @@ class SourceNames:
     def const(self, obj):
         name = self._ids.get(id(obj))
         if name is None:
-            name = self._ids[id(obj)] = f"___sc{len(self.consts)}"
+            name = self._ids[id(obj)] = f"{self.prefix}sc{len(self.consts)}"
             self.consts[name] = obj
         return name
 
@@ -302,8 +305,15 @@ def shape_guards(graph) -> list:
     consts = {**graph.source_names.consts, "torch": torch, "math": math, "inf": math.inf}
     hoisted, names = _hoist_reads(graph, texts)
     return [Guard(Kind.SHAPE, None, text=h, consts=consts, label=_user_text(graph, t),
-                  binds={n: names[n] for n in re.findall(r"___s[zt]\d+", h)})
+                  binds={n: names[n] for n in _bound_names(graph, h) if n in names})
             for t, h in zip(texts, hoisted)]
+
+
+def _bound_names(graph, text: str) -> list[str]:
+    """The hoisted reads (``___sz0``...) ``text`` uses (not an attribute or
+    a string key that merely looks like one)."""
+    prefix = re.escape(graph.source_names.prefix)
+    return re.findall(rf"(?<![\w.'\"]){prefix}s[zt]\d+\b", text)
 
 
 def _hoist_reads(graph, texts: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -321,7 +331,7 @@ def _hoist_reads(graph, texts: list[str]) -> tuple[list[str], dict[str, str]]:
                     continue
                 name = by_read.get(read)
                 if name is None:
-                    name = by_read[read] = f"___{tag}{len(by_read)}"
+                    name = by_read[read] = f"{graph.source_names.prefix}{tag}{len(by_read)}"
                     names[name] = read
                 text = text.replace(read + "[", name + "[")
         out.append(text)

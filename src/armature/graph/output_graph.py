@@ -33,7 +33,7 @@ class GraphInput:
 
 
 class OutputGraph:
-    def __init__(self, scalar_outputs: bool = False, dynamic_output_shapes: bool = False):
+    def __init__(self, scalar_outputs: bool = False, dynamic_output_shapes: bool = False, name_prefix: str = "___"):
         self.shape_env = ShapeEnv(allow_scalar_outputs=scalar_outputs,
                                   allow_dynamic_output_shape_ops=dynamic_output_shapes)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
@@ -46,7 +46,7 @@ class OutputGraph:
         #: some node writes into a tensor in place (an input may be mutated)
         self.mutates = False
         #: names of sources as ShapeEnv sees them (graph/dynamic.py)
-        self.source_names = SourceNames()
+        self.source_names = SourceNames(name_prefix)
         #: every input that carries ShapeEnv symbols, with its ShapeEnv
         #: source: what ``shape_guards`` asks the ShapeEnv about
         self.symbolic_inputs: list[tuple[Any, Any]] = []

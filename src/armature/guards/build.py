@@ -1,12 +1,13 @@
 """Compile the guards of one cache entry into ONE Python function.
 
 The function has the original function's signature (so CPython binds the
-arguments, defaults included), preceded by the hidden positional-only
-``___f`` (the called function object), and is named like the original so a
-wrong call reports ``f() takes 2 positional arguments`` exactly as eager
-does.  Every object it compares against is a closure constant; expressions
-are ordered cheapest first, and the whole conjunction sits in a zero-cost
-``try`` so a source that no longer resolves simply fails the guard.
+arguments, defaults included), followed by the hidden keyword-only
+``___f`` (the called function object: renamed ``FN_ARG`` once compiled,
+codegen/names.py), and is named like the original so a wrong call reports
+``f() takes 2 positional arguments`` exactly as eager does.  Every object
+it compares against is a closure constant; expressions are ordered cheapest
+first, and the whole conjunction sits in a zero-cost ``try`` so a source
+that no longer resolves simply fails the guard.
 """
 from __future__ import annotations
 
@@ -16,16 +17,19 @@ from typing import Any, Callable
 
 import torch
 
+from ..codegen.names import FN_ARG, generated_prefix, guard_fn_name
 from .guard import Guard, Kind
-from .sources import FN_ARG
 
 
 class _Pool:
     """Constants of the guard function, and common-subexpression hoisting:
     a source read by several guards is bound with ``:=`` at its first use
-    (guards run left to right) and read from that local afterwards."""
+    (guards run left to right) and read from that local afterwards.
+    Its names start with ``prefix`` (codegen/names.py), which no parameter
+    of the guarded function starts with."""
 
-    def __init__(self, shared: set | None = None):
+    def __init__(self, prefix: str, shared: set | None = None):
+        self.prefix = prefix
         self.objs: list[Any] = []
         self.names: dict[int, str] = {}
         self.shared = shared or set()
@@ -36,7 +40,7 @@ class _Pool:
 
     def _var(self) -> str:
         self.nvars += 1
-        return f"___v{self.nvars}"
+        return f"{self.prefix}v{self.nvars}"
 
     def render(self, source) -> str:
         name = self.bound.get(source)
@@ -52,7 +56,7 @@ class _Pool:
         """(first use, later uses) of an expression used several times in one guard."""
         if text.isidentifier():
             return text, text
-        if text.startswith("(___v") and " := " in text:
+        if text.startswith(f"({self.prefix}v") and " := " in text:
             name = text[1:text.index(" := ")]
             return text, name
         name = self._var()
@@ -62,7 +66,7 @@ class _Pool:
         key = id(obj)
         name = self.names.get(key)
         if name is None:
-            name = f"___c{len(self.objs)}"
+            name = f"{self.prefix}c{len(self.objs)}"
             self.names[key] = name
             self.objs.append(obj)
         return name
@@ -84,12 +88,13 @@ def _shared_sources(guards: list[Guard]) -> set:
     return {s for s, n in counts.items() if n > 1}
 
 
-def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str]) -> str:
+def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str],
+                   prefix: str) -> str:
     """Parameter list text for a function with ``code``'s signature, plus the
     hidden keyword-only ``___f`` (keyword-only so that a call with too many
     positional arguments fails with eager's exact message)."""
     # (a comprehension's ".0" is not an identifier: it gets a stand-in name)
-    names = tuple(n if n.isidentifier() else f"___arg{i}" for i, n in enumerate(code.co_varnames))
+    names = tuple(n if n.isidentifier() else f"{prefix}arg{i}" for i, n in enumerate(code.co_varnames))
     npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     params = []
     first_default = npos - len(default_names)
@@ -111,7 +116,7 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
         if p in kwdefault_names:
             p += f"={kwdefault_names[p]}"
         params.append(p)
-    params.append(FN_ARG)
+    params.append(guard_fn_name(prefix))
     if code.co_flags & inspect.CO_VARKEYWORDS:
         params.append("**" + names[idx])
     return ", ".join(params)
@@ -124,21 +129,35 @@ def _reads_through_torch_function(g: Guard) -> bool:
     return bool(getattr(g, "modes_active", False))
 
 
+def _takes_fn_arg(inner: types.FunctionType, prefix: str) -> types.FunctionType:
+    """``inner`` (compiled from source) with its hidden parameter renamed
+    from the identifier ``___f`` to FN_ARG, which no user keyword can be."""
+    code = inner.__code__
+    spelled = guard_fn_name(prefix)
+
+    def rename(names):
+        return tuple(FN_ARG if n == spelled else n for n in names)
+    inner.__code__ = code.replace(co_varnames=rename(code.co_varnames), co_cellvars=rename(code.co_cellvars))
+    return inner
+
+
 def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callable[..., bool]:
-    pool = _Pool()
     code = fn.__code__
+    prefix = generated_prefix(code)
+    pool = _Pool(prefix)
     default_names = [pool.const(d) for d in (fn.__defaults__ or ())]
     kwdefault_names = {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()}
-    sig = signature_text(code, default_names, kwdefault_names)
+    sig = signature_text(code, default_names, kwdefault_names, prefix)
+    fn_arg = guard_fn_name(prefix)
     ordered = sorted(guards, key=lambda g: g.kind)
     pool.shared = _shared_sources(ordered)
     exprs = [g.expr(pool) for g in ordered]
     # The defaults were frozen into this function's signature: they must
     # still be the called function's defaults.
     if fn.__kwdefaults__:
-        exprs.insert(0, f"{FN_ARG}.__kwdefaults__ == {pool.const(fn.__kwdefaults__)}")
+        exprs.insert(0, f"{fn_arg}.__kwdefaults__ == {pool.const(fn.__kwdefaults__)}")
     if fn.__defaults__:
-        exprs.insert(0, f"{FN_ARG}.__defaults__ is {pool.const(fn.__defaults__)}")
+        exprs.insert(0, f"{fn_arg}.__defaults__ is {pool.const(fn.__defaults__)}")
     body = " and ".join(f"({e})" for e in exprs) if exprs else "True"
     if any(_reads_through_torch_function(g) for g in ordered):
         # a tensor subclass's metadata, or any tensor's under an active
@@ -167,7 +186,7 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
         )
     ns: dict[str, Any] = {}
     exec(compile(src, f"<armature guards for {code.co_qualname}>", "exec"), ns)
-    guard_fn = ns["___make"](*pool.objs)
+    guard_fn = _takes_fn_arg(ns["___make"](*pool.objs), prefix)
     # Named like the original, so a bad call fails with eager's exact message.
     guard_fn.__code__ = guard_fn.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     guard_fn.__name__, guard_fn.__qualname__ = fn.__name__, fn.__qualname__
@@ -203,7 +222,7 @@ def failed_guard(fn: types.FunctionType, guards: list[Guard], args, kwargs):
             cached = g._single = (fn, build_guard_function(fn, [g]))
         one = cached[1]
         try:
-            ok = one(*args, ___f=fn, **kwargs)
+            ok = one(*args, **{FN_ARG: fn}, **kwargs)
         except TypeError:
             return "unbound"
         if not ok:
@@ -222,16 +241,17 @@ class _Unreadable:
 def read_source(fn: types.FunctionType, source, args, kwargs):
     """The value ``source`` denotes for this call (slow path: a miss), or an
     ``_Unreadable`` when it no longer resolves."""
-    pool = _Pool()
+    prefix = generated_prefix(fn.__code__)
+    pool = _Pool(prefix)
     expr = source.expr(pool)
     sig = signature_text(fn.__code__, [pool.const(d) for d in (fn.__defaults__ or ())],
-                         {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()})
+                         {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()}, prefix)
     src = (f"def ___make({', '.join(pool.names.values())}):\n"
            f"    def ___read({sig}):\n        return {expr}\n    return ___read\n")
     ns: dict[str, Any] = {}
     try:
         exec(src, ns)
-        return ns["___make"](*pool.objs)(*args, ___f=fn, **kwargs)
+        return _takes_fn_arg(ns["___make"](*pool.objs), prefix)(*args, **{FN_ARG: fn}, **kwargs)
     except Exception as e:  # the source itself no longer resolves
         return _Unreadable(e)
 

@@ -146,8 +146,11 @@ class Guard:
         names = {name: pool.const(obj) for name, obj in self.consts.items()}
         if not names:
             return text
-        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-        return pattern.sub(lambda m: names[m.group(1)], text)
+        # a constant's name as a name of its own: not inside a string literal
+        # (a key ``['___G']``), nor an attribute (``.___G``)
+        alternatives = "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+        pattern = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?<![\w.])(""" + alternatives + r")\b")
+        return pattern.sub(lambda m: m.group(1) or names[m.group(2)], text)
 
     def describe(self) -> str:
         """A line for logs and explain(): what is assumed about what."""

@@ -5,18 +5,22 @@ A Source can (a) name the value in generated guard code (:meth:`expr`),
 and (c) print itself for users (``str``: ``x``, ``self.linear.weight``).
 
 Guard code and transformed functions both receive the called function object
-as a hidden first argument ``___f`` so that closure cells and defaults of
-*that* function (not the one traced first) are read.
+as a hidden keyword argument (codegen/names.py ``FN_ARG``; guard source
+spells it ``___f``) so that closure cells and defaults of *that* function
+(not the one traced first) are read.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-FN_ARG = "___f"
+from ..codegen.names import FN_ARG, guard_fn_name
 
 
 class ConstPool(Protocol):
+    #: prefix of the pool's own names (codegen/names.py generated_prefix)
+    prefix: str
+
     def const(self, obj: Any) -> str: ...
     def render(self, source: "Source") -> str: ...
 
@@ -168,7 +172,7 @@ class ClosureCellSource(Source):
     name: str
 
     def expr(self, pool):
-        return f"{FN_ARG}.__closure__[{self.index}]"
+        return f"{guard_fn_name(pool.prefix)}.__closure__[{self.index}]"
 
     def emit(self, out):
         out.instr("LOAD_FAST", FN_ARG)

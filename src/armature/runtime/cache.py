@@ -13,8 +13,8 @@ from ..guards.guard import Guard
 
 @dataclass(eq=False)
 class CacheEntry:
-    guard: Callable[..., bool]            # guard(*args, ___f=fn, **kwargs) -> bool
-    run: Callable[..., Any]               # run(*args, ___f=fn, **kwargs) -> result
+    guard: Callable[..., bool]            # guard(*args, **{FN_ARG: fn}, **kwargs) -> bool
+    run: Callable[..., Any]               # run(*args, **{FN_ARG: fn}, **kwargs) -> result
     guards: list[Guard]
     graph_module: torch.fx.GraphModule | None = None
     compiled_graph: Callable | None = None

@@ -167,14 +167,6 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
-    from ..codegen.resume import ORIGIN
-    reserved = [n for n in code.co_varnames + code.co_cellvars + code.co_freevars if n.startswith("___")]
-    if reserved and code not in ORIGIN:
-        reason = (f"{fn.__qualname__} has a local named {reserved[0]!r}: names starting with '___' are "
-                  "reserved for armature's generated code")
-        if fullgraph:
-            raise Unsupported(reason)
-        return _fallback(fn, [], reason, 0.0)
     if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         reason = f"{fn.__qualname__} is a generator or coroutine function; calling it runs Python"
         if fullgraph:
@@ -382,5 +374,6 @@ def _compile_graph(gm, graph, backend):
     return compiled
 
 
-def _run_original(*args, ___f, **kwargs):
-    return ___f(*args, **kwargs)
+def _run_original(*args, **kwargs):
+    from ..codegen.names import FN_ARG
+    return kwargs.pop(FN_ARG)(*args, **kwargs)

@@ -182,8 +182,8 @@ _ROUTERS: dict = {}
 
 
 def routed_runner(code: types.CodeType, backend, dynamic):
-    """``run(*args, ___f, **kwargs)`` of a cache entry: ``___f``'s body with
-    its calls routed (the rewritten code is made once per code object)."""
+    """``run(*args, **{FN_ARG: f}, **kwargs)`` of a cache entry: ``f``'s body
+    with its calls routed (the rewritten code is made once per code object)."""
     key = (code, backend, dynamic)
     new_code = _ROUTED_CODE.get(key)
     if new_code is None:
@@ -192,10 +192,13 @@ def routed_runner(code: types.CodeType, backend, dynamic):
             router = _ROUTERS[(backend, dynamic)] = Router(backend, dynamic)
         new_code = _ROUTED_CODE[key] = route_calls(code, router.call, router.call_kw)
 
-    def run(*args, ___f, **kwargs):
-        fn = types.FunctionType(new_code, ___f.__globals__, ___f.__name__, ___f.__defaults__, ___f.__closure__)
-        if ___f.__kwdefaults__:
-            fn.__kwdefaults__ = ___f.__kwdefaults__
+    from ..codegen.names import FN_ARG
+
+    def run(*args, **kwargs):
+        f = kwargs.pop(FN_ARG)   # (kwargs is this call's own dict)
+        fn = types.FunctionType(new_code, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+        if f.__kwdefaults__:
+            fn.__kwdefaults__ = f.__kwdefaults__
         return fn(*args, **kwargs)
 
     return run

@@ -5,6 +5,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ..codegen.names import FN_ARG
+
 
 class TailCall:
     """Returned by a transformed function that hands the rest of its frame
@@ -66,11 +68,11 @@ class NestedCompiled:
             return fn(*args, **kwargs)
         for entry in self._cache.entries:
             try:
-                hit = entry.guard(*args, ___f=fn, **kwargs)
+                hit = entry.guard(*args, **{FN_ARG: fn}, **kwargs)
             except TypeError:
                 return fn(*args, **kwargs)
             if hit:
-                result = entry.run(*args, ___f=fn, **kwargs)
+                result = entry.run(*args, **{FN_ARG: fn}, **kwargs)
                 return result.run() if type(result) is TailCall else result
         from .. import config as config_mod
         if len(self._cache.entries) >= config_mod.config.recompile_limit:
@@ -89,7 +91,7 @@ class NestedCompiled:
         from ..diagnostics import record
         if record.active:
             record.entry_added(fn, self._cache, entry)
-        result = entry.run(*args, ___f=fn, **kwargs)
+        result = entry.run(*args, **{FN_ARG: fn}, **kwargs)
         return result.run() if type(result) is TailCall else result
 
 

@@ -105,8 +105,10 @@ class TraceContext:
         self.module_parameters_override: str | None = None
         #: config.patch regions entered by the trace: what leaving them restores
         self._config_patches: list[dict] = []
+        from ..codegen.names import generated_prefix
         self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
-                                 dynamic_output_shapes=self.capture_dynamic_output_shapes)
+                                 dynamic_output_shapes=self.capture_dynamic_output_shapes,
+                                 name_prefix=generated_prefix(fn.__code__))
         self.guards = GuardSet()
         from ..effects import SideEffects
         self.effects = SideEffects()

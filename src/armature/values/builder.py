@@ -168,7 +168,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             from .symbolic import int_symbol
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             return int_symbol(ctx, obj, source)
-    if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(t, source)):
+    if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(ctx, t, source)):
         from .symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return SymbolicNumberValue(obj, source, ctx)
@@ -350,14 +350,15 @@ def wrap_constant_result(result: Any) -> Value:
     raise Unsupported(f"a folded call returned {type(result).__name__}")
 
 
-def _crossed_a_break(t: type, source) -> bool:
+def _crossed_a_break(ctx, t: type, source) -> bool:
     """A float on the stack of a resume function was computed by the
     residual Python of a graph break (``.item()``, ``float(t)``, a disabled
     helper): data, which changes from call to call.  It is symbolic from the
     first compile (a 0-d graph input where it meets a tensor) instead of a
     constant that would recompile on every new value."""
-    from ..codegen.resume import STACK_ARG
-    return t is float and isinstance(source, LocalSource) and source.name.startswith(STACK_ARG.format(""))
+    from ..codegen.names import generated_prefix, stack_arg
+    return t is float and isinstance(source, LocalSource) \
+        and source.name.startswith(stack_arg(generated_prefix(ctx.fn.__code__), ""))
 
 
 def _has_dynamic_item(ctx, source, n: int) -> bool:
