@@ -39,6 +39,9 @@ class CompiledFunction:
     def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
                  bound_self: Any = None, has_self: bool = False, dynamic: bool | None = None):
         self._fn = fn
+        #: the hidden argument of guard and transformed functions, made once
+        #: (``**self._fn_arg, **kwargs`` costs what a keyword would)
+        self._fn_arg = {FN_ARG: fn}
         self._backend = backend
         self._fullgraph = fullgraph
         #: the dynamic-shapes policy: None (automatic), True, False
@@ -64,14 +67,14 @@ class CompiledFunction:
         if _stance.special:   # force_eager, skip_guard_eval_unsafe, force_backend
             result = self._dispatch_under_stance(args, kwargs)
             return result.run() if type(result) is TailCall else result
-        f = self._fn
+        f, fk = self._fn, self._fn_arg
         for entry in self._entries:
             try:
-                hit = entry.guard(*args, **{FN_ARG: f}, **kwargs)
+                hit = entry.guard(*args, **fk, **kwargs)
             except TypeError:  # the arguments do not bind: eager raises its own TypeError
                 return f(*args, **kwargs)
             if hit:
-                result = entry.run(*args, **{FN_ARG: f}, **kwargs)
+                result = entry.run(*args, **fk, **kwargs)
                 if type(result) is TailCall:
                     return result.run()
                 return result
@@ -85,17 +88,17 @@ class CompiledFunction:
         TailCall.run drives chains of resume functions)."""
         if _stance.special:
             return self._dispatch_under_stance(args, kwargs)
-        f = self._fn
+        f, fk = self._fn, self._fn_arg
         for entry in self._entries:
-            if entry.guard(*args, **{FN_ARG: f}, **kwargs):
-                return entry.run(*args, **{FN_ARG: f}, **kwargs)
+            if entry.guard(*args, **fk, **kwargs):
+                return entry.run(*args, **fk, **kwargs)
         return self._miss(args, kwargs)
 
     def _dispatch_under_stance(self, args, kwargs):
         """A call while a stance that affects cached calls is set (the
         result may be a TailCall)."""
         st = _stance.current
-        f = self._fn
+        f, fk = self._fn, self._fn_arg
         if st.stance == "force_eager":
             return f(*args, **kwargs)
         cf = self
@@ -112,7 +115,7 @@ class CompiledFunction:
         if st.skip_guard_eval_unsafe and entries:
             if len(entries) == 1:   # nothing to tell apart: no guard runs
                 try:
-                    return entries[0].run(*args, **{FN_ARG: f}, **kwargs)
+                    return entries[0].run(*args, **fk, **kwargs)
                 except TypeError:
                     from .runtime.compile_frame import _binds
                     if _binds(f, args, kwargs):
@@ -120,22 +123,22 @@ class CompiledFunction:
                     return f(*args, **kwargs)   # eager's own TypeError for a bad call
             for entry, guard in cf._cache.distinguishing_guards(f):
                 try:
-                    hit = guard(*args, **{FN_ARG: f}, **kwargs)
+                    hit = guard(*args, **fk, **kwargs)
                 except TypeError:
                     return f(*args, **kwargs)
                 if hit:
-                    return entry.run(*args, **{FN_ARG: f}, **kwargs)
+                    return entry.run(*args, **fk, **kwargs)
         for entry in entries:
             try:
-                hit = entry.guard(*args, **{FN_ARG: f}, **kwargs)
+                hit = entry.guard(*args, **fk, **kwargs)
             except TypeError:
                 return f(*args, **kwargs)
             if hit:
-                return entry.run(*args, **{FN_ARG: f}, **kwargs)
+                return entry.run(*args, **fk, **kwargs)
         return cf._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
-        f = self._fn
+        f, fk = self._fn, self._fn_arg
         cache = self._cache
         if cache.limit_hit:
             return f(*args, **kwargs)
@@ -181,7 +184,7 @@ class CompiledFunction:
         cache.add(entry)
         if _record.active:
             _record.entry_added(f, cache, entry, module=self._module_of_call())
-        return entry.run(*args, **{FN_ARG: f}, **kwargs)
+        return entry.run(*args, **fk, **kwargs)
 
     def _module_of_call(self):
         """The module when this compiles a CompiledModule's call (for the

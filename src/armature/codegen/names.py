@@ -35,12 +35,13 @@ global reads as ``<globals dict>['name']``) and never meet these names.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 
 #: the hidden keyword argument carrying the called function object (its
 #: closure cells and defaults are read from it): the transformed function
 #: and the guard function take it, callers pass ``**{FN_ARG: fn}``
-FN_ARG = ".f"
+FN_ARG = sys.intern(".f")   # (interned, like a code object's names: keyword matching is by identity first)
 #: the transformed function's local holding the compiled graph's outputs
 GRAPH_OUT = ".graph_out"
 #: locals of the transformed function holding modules its setup builds
