@@ -267,10 +267,13 @@ class CheckedGraph:
 
 def speculating_run(run):
     """The entry's run: a missed assumption reruns the function as Python."""
-    def run_or_rerun(*args, ___f, **kwargs):
+    from ..codegen.names import FN_ARG
+
+    def run_or_rerun(*args, **kwargs):
         try:
-            return run(*args, ___f=___f, **kwargs)
+            return run(*args, **kwargs)
         except SpeculationMissed:
-            return ___f(*args, **kwargs)
+            fn = kwargs.pop(FN_ARG)   # (kwargs is this call's own dict)
+            return fn(*args, **kwargs)
     run_or_rerun.__wrapped__ = run
     return run_or_rerun
