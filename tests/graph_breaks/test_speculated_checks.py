@@ -23,16 +23,6 @@ from .speculated_cases import (LOG, STATE, asserts_on_tensor, break_then_check, 
                                categorical_log_prob, effects_before_check, normal_log_prob, raises_on_nan)
 
 
-@pytest.fixture(autouse=True)
-def _validation_on():
-    # torch.compile (the oracle of other tests) switches distributions' argument
-    # validation off for the whole process on first use: these tests need it on
-    was = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(was)
-
-
 def _outcome(fn, *args):
     try:
         return "ok", fn(*args)
