@@ -20,7 +20,7 @@ import torch
 import armature
 from helpers import assert_equal
 
-from .util import FALLBACK_LOGGER, collect_log, dynamo_graph_count, graph_count, snap
+from .util import FALLBACK_LOGGER, collect_log, dynamo_graph_count, explain_fresh, graph_count, snap
 
 X = torch.tensor([1.0, -2.0, 3.0])
 Y = torch.tensor([0.5, 4.0, -1.0])
@@ -1505,8 +1505,12 @@ def locals_after_break(x):
 
 
 def test_locals_call_after_break():
-    # a frame that calls locals() is not split (it would see generated frames): it runs as Python
+    # the frame is split at print(); the rest (a generator over locals())
+    # runs natively in the resume function, whose locals() shows the user's names
     diff(locals_after_break, lambda: (X.clone(),), allow_fallback=True)
+    e = explain_fresh(locals_after_break, X.clone())
+    assert e.graph_count == dynamo_graph_count(locals_after_break, X.clone()) == 1
+    assert e.break_reasons and "print" in str(e.break_reasons[0]), e
 
 
 def del_cell_var(x):

@@ -175,6 +175,7 @@ def test_data_dependent_differential(fn, args):
         (bool_tensor, (POS,)),
         (item_arithmetic, (t(6),)),
         (tolist_python, (t(5),)),
+        (assert_on_tensor, (POS,)),   # (the plain assert: torch.compile keeps it in the graph)
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )
@@ -182,6 +183,16 @@ def test_graph_count_matches_torch_compile(fn, args):
     e = explain_fresh(fn, *args)
     assert not e.fallbacks, str(e)
     assert e.graph_count == dynamo_graph_count(fn, *args), str(e)
+
+
+def test_pytest_rewritten_assert_splits_like_the_plain_one():
+    # pytest's rewrite adds locals named "@py_assert1" (not identifiers: the
+    # resume function calls them ___local<i>) and calls @py_builtins.locals()
+    # on failure (routed to the user's view): the frame breaks at the check
+    rewritten, plain = explain_fresh(assert_on_tensor, POS), explain_fresh(assert_on_tensor_plain, POS)
+    assert not rewritten.fallbacks and not plain.fallbacks, (str(rewritten), str(plain))
+    assert (rewritten.graph_count, rewritten.graph_break_count) == (plain.graph_count, plain.graph_break_count)
+    assert rewritten.break_reasons[0].source_line.strip() == 'assert x.abs().sum() >= 0, "never"'
 
 
 def test_if_break_reason():

@@ -265,6 +265,16 @@ def _identifier_params(code) -> bool:
     return all(n.isidentifier() for n in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
+def _looks_at_itself(code) -> str | None:
+    """A call in ``code`` that would see a resume function's generated frame
+    if it ran natively there: ``sys._getframe()``, ``inspect.currentframe()``
+    (``locals``, ``vars`` and ``dir``, as globals or attributes, a resume
+    function routes to stand-ins that answer for the user's frame:
+    codegen/resume.py, runtime/frame_view.py)."""
+    found = {"_getframe", "currentframe"} & set(code.co_names)
+    return f"{sorted(found)[0]}()" if found else None
+
+
 def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -> None:
     from ..runtime.wrappers import TailCall, resume_function_for
     if ctx.inference_enabled != ctx.initial_inference_enabled:
@@ -284,14 +294,14 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
 
     # (a resume function's own ___stack arguments only fed its prologue)
     from .names import cell_arg, generated_prefix, is_resume_arg
-    from .resume import origin_of
+    from .resume import handed_over_name, local_key, origin_of, user_local_name
     base_code, to_orig = origin_of(code)
-    looks_at_itself = {"locals", "_getframe", "currentframe"} & set(base_code.co_names)
+    looks_at_itself = _looks_at_itself(base_code)
     if looks_at_itself:
-        raise BreakNotPossible(f"the frame calls {sorted(looks_at_itself)[0]}(): split, it would see "
+        raise BreakNotPossible(f"the frame calls {looks_at_itself}: split, it would see "
                                "armature's generated frames instead of its own")
     if to_orig is None:
-        local_names = tuple(n for n in code.co_varnames if n in frame.locals)
+        keys = tuple(n for n in code.co_varnames if n in frame.locals)
         cell_names = tuple(code.co_cellvars) + tuple(code.co_freevars)
         # (3.12+: inside an inlined comprehension a closure variable's slot
         # may hold a plain value instead of its cell: the slot is handed over)
@@ -302,16 +312,22 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     else:  # a resume function: its cells are the ___cell_* arguments
         cell_names = tuple(base_code.co_cellvars) + tuple(base_code.co_freevars)
         prefix = generated_prefix(code)
-        local_names = tuple(n for n in code.co_varnames if n in frame.locals and not is_resume_arg(prefix, n))
+        keys = tuple(n for n in code.co_varnames if n in frame.locals and not is_resume_arg(prefix, n)
+                     and n != handed_over_name(code))
         try:
             cell_values = [frame.locals[cell_arg(prefix, c)] for c in cell_names]
         except KeyError as e:
             raise BreakNotPossible(f"cell {e} is not available") from e
-    bad = [n for n in local_names if not n.isidentifier()]
-    if bad:  # e.g. pytest's rewritten asserts: cannot be a parameter of a resume function
-        raise BreakNotPossible(f"the local {bad[0]!r} is not an identifier")
+    if handed_over_name(code) in frame.locals:   # 3.11: the frame's locals() dict (values/frame_locals.py)
+        keys += (handed_over_name(code),)
+    # the user's names (a resume function's ___local<i> is the user's "@py_assert1"...)
+    local_names = tuple(user_local_name(base_code, k) for k in keys)
+    local_values = [frame.locals[k] for k in keys]
+    # (the resume function's own names of them: what its guards read)
+    resume_locals = dict(zip((local_key(base_code, n) if n in base_code.co_varnames else n for n in local_names),
+                             local_values))
     stack_vals = [v for v in stack if v is not NULL]
-    preload = stack_vals + [frame.locals[n] for n in local_names] + cell_values
+    preload = stack_vals + local_values + cell_values
     try:
         temps = emit_side_effects(ctx, out, preload)
     except Exception as e:  # a live value cannot be rebuilt
@@ -375,8 +391,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
                                          module_parameters=ctx.module_parameters_override)
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e
-        seed_dynamism(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names})
-        note_fresh_modules(resume, stack[:len(bottom)], {n: frame.locals[n] for n in local_names},
+        seed_dynamism(resume, stack[:len(bottom)], resume_locals)
+        note_fresh_modules(resume, stack[:len(bottom)], resume_locals,
                            new_module_slot=result_slot if builds_module else None)
         operands = [resume]
         for t, k in zip(slots, slot_kinds):

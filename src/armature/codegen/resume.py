@@ -28,6 +28,34 @@ from .spelling import SPELLING
 #: kinds of saved stack slots: an ordinary value, a NULL, and the previous
 #: exception PUSH_EXC_INFO saved (passed as the exception being handled)
 VALUE_SLOT, NULL_SLOT, EXC_INFO_SLOT = "v", "n", "e"
+#: global names whose loads a resume function routes through
+#: runtime/frame_view.resolve (they look at the calling frame)
+FRAME_LOOKERS = frozenset({"locals", "vars", "dir"})
+
+
+def local_key(code: types.CodeType, name: str) -> str:
+    """The name a resume function of ``code`` gives the user's local ``name``:
+    itself, or for a name that is not an identifier (pytest's
+    ``@py_assert1``) ``<prefix>local<index in co_varnames>``."""
+    if name.isidentifier():
+        return name
+    base = origin_of(code)[0]
+    return f"{generated_prefix(base)}local{base.co_varnames.index(name)}"
+
+
+def user_local_name(code: types.CodeType, key: str) -> str:
+    """The user's name of a resume function's local ``key`` (of ``code``)."""
+    base = origin_of(code)[0]
+    prefix = f"{generated_prefix(base)}local"
+    if key.startswith(prefix) and key[len(prefix):].isdigit():
+        return base.co_varnames[int(key[len(prefix):])]
+    return key
+
+
+def handed_over_name(code: types.CodeType) -> str:
+    """The local (of the traced frame, then a resume function's argument)
+    holding 3.11's locals() dict across a graph break (values/frame_locals.py)."""
+    return f"{generated_prefix(code)}f_locals"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -45,6 +73,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     supers = _zero_arg_super_calls(items) if "__class__" in code.co_freevars else set()
     cells = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
     body = []
+    extra_depth = 0   # (a resolved global needs two more stack slots)
     expansion = []  # new instructions per original instruction, in order
     for i, item in enumerate(items):
         if isinstance(item, Instr):
@@ -56,8 +85,14 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
                 # 3.12+ zero-argument super().name: its class and first
                 # argument are already on the stack; call super with them
                 new = [Instr(item.name, (item.arg[0], True, item.arg[2]), location=item.location)]
+            elif item.name == "LOAD_GLOBAL" and item.arg[1] in FRAME_LOOKERS:
+                new = _resolved_global(item)
+                extra_depth = 2
+            elif item.name in ("LOAD_ATTR", "LOAD_METHOD") and _attr_name(item) in FRAME_LOOKERS:
+                new = _resolved_attr(item)   # (pytest's rewritten asserts call @py_builtins.locals())
+                extra_depth = 2
             else:
-                new = _rewrite_cells(item, cells, prefix)
+                new = _rewrite_cells(item, cells, prefix, code)
             expansion.append(len(new))
             body.extend(new)
         else:
@@ -80,7 +115,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
             prologue.append(Instr("PUSH_EXC_INFO", lineno=lineno))
             prologue.append(Instr("POP_TOP", lineno=lineno))
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
-    argnames += list(local_names) + [cell_arg(prefix, c) for c in cell_names]
+    argnames += [local_key(code, n) for n in local_names] + [cell_arg(prefix, c) for c in cell_names]
 
     out = Bytecode(prologue + body)
     out.name = f"__resume_{code.co_name}_at_{target_offset}"
@@ -101,7 +136,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     # prologue rebuilds the original's stack at the target, so the
     # original's size bounds it (+1 for PUSH_EXC_INFO, +1 for a cell
     # rewritten into LOAD_FAST + LOAD/STORE_ATTR, +1 more for a new cell's call).
-    new_code = out.to_code(stacksize=code.co_stacksize + 3, compute_exception_stack_depths=False)
+    new_code = out.to_code(stacksize=code.co_stacksize + 3 + extra_depth, compute_exception_stack_depths=False)
     # Map the new code's offsets back to the original's, so that a break in
     # a resume function resumes the *original* code (no resume-of-resume).
     new_insts = [i for i in _dis_insts(new_code)]
@@ -176,9 +211,53 @@ def _var_name(arg) -> str:
     return arg.name if isinstance(arg, (CellVar, FreeVar)) else arg
 
 
-def _rewrite_cells(ins: Instr, cells: frozenset, prefix: str) -> list:
+def _resolved_global(ins: Instr) -> list:
+    """``LOAD_GLOBAL locals`` (or ``vars``, ``dir``) as
+    ``resolve(<the global>)``: natively the builtin would show the resume
+    function's own locals (runtime/frame_view.py)."""
+    from ..runtime.frame_view import resolve
+    loc = ins.location
+    null_below, name = ins.arg
+    call = [Instr("PUSH_NULL", location=loc), Instr("LOAD_CONST", resolve, location=loc)]
+    if SPELLING.null_above_callable:
+        call.reverse()
+    call.append(Instr("LOAD_GLOBAL", (False, name), location=loc))
+    call += [Instr(op, 1, location=loc) for op, _ in SPELLING.super_call_tail]   # ([PRECALL 1,] CALL 1)
+    null = [Instr("PUSH_NULL", location=loc)] if null_below else []
+    return call + null if SPELLING.null_above_callable else null + call
+
+
+def _attr_name(ins: Instr):
+    return ins.arg[1] if isinstance(ins.arg, tuple) else ins.arg
+
+
+def _resolved_attr(ins: Instr) -> list:
+    """``obj.locals`` (or ``.vars``, ``.dir``; a method load included) as
+    ``resolve(obj.locals)``, pushed the way the original load pushed it."""
+    from ..runtime.frame_view import resolve
+    loc = ins.location
+    name = _attr_name(ins)
+    method = ins.name == "LOAD_METHOD" or (isinstance(ins.arg, tuple) and ins.arg[0])
+
+    def i(op, arg=None):
+        return Instr(op, location=loc) if arg is None else Instr(op, arg, location=loc)
+    out = [SPELLING.load_attr(name, loc)]                         # [attr]
+    if SPELLING.null_above_callable:   # 3.13: [resolve, NULL, attr]
+        out += [i("LOAD_CONST", resolve), i("SWAP", 2), i("PUSH_NULL"), i("SWAP", 2)]
+    else:                              # 3.11-3.12: [NULL, resolve, attr]
+        out += [i("PUSH_NULL"), i("SWAP", 2), i("LOAD_CONST", resolve), i("SWAP", 2)]
+    out += [i(op, 1) for op, _ in SPELLING.super_call_tail]        # ([PRECALL 1,] CALL 1)
+    if method:   # a method load's layout: [NULL, value] (3.13: [value, NULL])
+        out.append(i("PUSH_NULL"))
+        if not SPELLING.null_above_callable:
+            out.append(i("SWAP", 2))
+    return out
+
+
+def _rewrite_cells(ins: Instr, cells: frozenset, prefix: str, code: types.CodeType) -> list:
     """Closure-variable opcodes become operations on cell objects held in
-    ordinary locals (the resume function has no cells of its own)."""
+    ordinary locals (the resume function has no cells of its own); a local
+    whose name is not an identifier gets its ``___local`` name."""
     name = ins.name
     if name == "COPY_FREE_VARS":
         return []
@@ -195,7 +274,7 @@ def _rewrite_cells(ins: Instr, cells: frozenset, prefix: str) -> list:
         # (STORE_FAST).  Here that slot is the ``___cell_`` argument.
         def slot(v):
             v = _var_name(v)
-            return cell_arg(prefix, v) if v in cells else v
+            return cell_arg(prefix, v) if v in cells else local_key(code, v)
         arg = tuple(slot(v) for v in ins.arg) if isinstance(ins.arg, tuple) else slot(ins.arg)
         return [Instr(name, arg, location=ins.location)]
     if name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF"):

@@ -191,6 +191,8 @@ def routed_runner(code: types.CodeType, backend, dynamic):
         if router is None:
             router = _ROUTERS[(backend, dynamic)] = Router(backend, dynamic)
         new_code = _ROUTED_CODE[key] = route_calls(code, router.call, router.call_kw)
+        from .frame_view import same_user_frame
+        same_user_frame(new_code, code)   # (locals() in a resume function's code: runtime/frame_view.py)
 
     from ..codegen.names import FN_ARG
 

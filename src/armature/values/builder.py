@@ -29,6 +29,10 @@ def is_torch_object(obj: Any) -> bool:
     return mod == "torch" or mod.startswith("torch.")
 
 
+#: id(ctx) -> ids of the containers being wrapped right now (cycle check)
+_WRAPPING: dict[int, set[int]] = {}
+
+
 def wrap(ctx, obj: Any, source: Source | None) -> Value:
     """Wrap ``obj`` read from ``source``; guards go to ``ctx.guards``.
     ``source=None`` means the object is trusted (e.g. a torch-internal
@@ -51,7 +55,21 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
         value = owner.instance_dict()
         ctx.value_cache[id(obj)] = (obj, value)
         return value
-    value = _wrap_new(ctx, obj, source)
+    if type(obj) in (dict, list, tuple):
+        # a container that holds itself (3.11's ``d = locals()`` followed by
+        # another ``locals()``): its Value would be built forever
+        busy = _WRAPPING.setdefault(id(ctx), set())
+        if id(obj) in busy:
+            raise Unsupported(f"a {type(obj).__name__} that contains itself")
+        busy.add(id(obj))
+        try:
+            value = _wrap_new(ctx, obj, source)
+        finally:
+            busy.discard(id(obj))
+            if not busy:
+                del _WRAPPING[id(ctx)]
+    else:
+        value = _wrap_new(ctx, obj, source)
     if not isinstance(value, ConstantValue) and type(obj) not in (int, float, bool) and \
             not _stands_for_another(obj):
         # (numbers have no identity worth tracking: equal small ints are one

@@ -153,13 +153,10 @@ RULES[str] = _format_rule(str)
 RULES[repr] = _format_rule(repr)
 
 
-class FrameIntrospection(Unsupported):
-    """A call that looks at the calling frame itself (``locals()``,
-    ``sys._getframe()``): run natively at a graph break it would see the
-    transformed function's frame, so the frame that makes it runs as
-    Python instead."""
+from . import frame_locals as _frame_locals  # noqa: E402
+from ..runtime import frame_view as _frame_view  # noqa: E402
 
-    frame_introspection = True
+FrameIntrospection = _frame_locals.FrameIntrospection
 
 
 def _introspection(what):
@@ -168,23 +165,36 @@ def _introspection(what):
     return handler
 
 
-RULES[locals] = _introspection("locals()")
 RULES[_sys._getframe] = _introspection("sys._getframe()")
 RULES[_inspect.currentframe] = _introspection("inspect.currentframe()")
 RULES[_inspect.stack] = _introspection("inspect.stack()")
+# locals(), vars() and dir() without an argument: the user's variables
+# (values/frame_locals.py); a resume function calls the runtime/frame_view
+# stand-ins instead of the builtins, traced alike
+RULES[locals] = RULES[_frame_view.frame_locals] = _frame_locals.locals_rule
 
 
-@rule(dir)
+@rule(_frame_view.resolve)
+def _resolve_frame_looker(tx, obj):
+    """A resume function's load of ``locals``/``vars``/``dir``."""
+    fn = getattr(obj, "fn", None)
+    stand_in = _frame_view.resolve(fn) if fn is not None else None
+    if stand_in is None or stand_in is fn:
+        return obj
+    return BuiltinValue(stand_in)
+
+
+@rule(dir, _frame_view.frame_dir)
 def _dir(tx, *args):
     if not args:
-        raise FrameIntrospection("dir() without an argument looks at the frame itself")
+        return _frame_locals.dir_of_frame(tx)
     return fold_call(dir, args, {})
 
 
-@rule(vars)
+@rule(vars, _frame_view.frame_vars)
 def _vars(tx, *args):
     if not args:
-        raise FrameIntrospection("vars() without an argument looks at the frame itself")
+        return _frame_locals.locals_dict(tx, "vars()")
     if len(args) != 1:
         raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
     from .base import realize
@@ -198,6 +208,7 @@ def _vars(tx, *args):
         if e.exc_type is AttributeError:
             raise user_error(TypeError, "vars() argument must have __dict__ attribute")
         raise
+
 
 
 @rule(isinstance)

@@ -11,6 +11,7 @@ LOAD_CLOSURE).
 from __future__ import annotations
 
 import builtins
+import types
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
@@ -24,9 +25,16 @@ from .. import pyversion
 from ..pyversion import opcode
 
 
+def _has_rule(obj) -> bool:
+    """A function with a rule held as a constant: only armature's generated
+    code does that (a resume function's ``frame_view.resolve``)."""
+    from ...values.builtins import RULES
+    return isinstance(obj, types.FunctionType) and obj in RULES
+
+
 @opcode("LOAD_CONST")
 def load_const(f, inst):
-    if isinstance(inst.argval, type):
+    if isinstance(inst.argval, type) or _has_rule(inst.argval):
         # only armature's own code holds a class as a constant (a resume
         # function's ``types.CellType()``, codegen/spelling.py): a class
         # Value, as if it had been read from a global
