@@ -60,6 +60,27 @@ def _cell_contents(tx, name: str, cell):
     return cell
 
 
+def _handed_over(tx, lazy: LazyValue) -> Value:
+    """The 3.11 locals dict a graph break handed over, as a Value whose
+    items stay lazy: locals() only writes them, so only its type and keys
+    are guarded (and a dict that holds itself, ``d = locals()`` then
+    ``locals()``, is no cycle to wrap)."""
+    from ..guards.guard import Guard, Kind
+    from ..guards.sources import ItemSource
+    obj = lazy.obj
+    cached = tx.ctx.value_cache.get(id(obj))
+    if type(obj) is not dict or not all(type(k) is str for k in obj) or lazy.source is None or \
+            (cached is not None and cached[0] is obj):
+        return lazy.realize(tx.ctx)
+    src = lazy.source
+    tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, src, dict))
+    tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, list(obj)))
+    d = DictValue({k: LazyValue(v, ItemSource(src, k), tx.ctx) for k, v in obj.items()}, source=src)
+    tx.ctx.value_cache[id(obj)] = (obj, d)
+    lazy._realized = d
+    return d
+
+
 def bound_variables(tx) -> tuple[list[str], dict[str, Value]]:
     """(the user's variable names in CPython's order, {name: Value} of the
     bound ones) of the symbolic frame ``tx``."""
@@ -96,7 +117,7 @@ def locals_dict(tx, what: str = "locals()") -> Value:
     if d is None:
         d = tx.locals[frame_view.HANDED_OVER] = DictValue({})
     if type(d) is LazyValue:
-        d = tx.locals[frame_view.HANDED_OVER] = d.realize(tx.ctx)
+        d = tx.locals[frame_view.HANDED_OVER] = _handed_over(tx, d)
     if not isinstance(d, DictValue):
         raise FrameIntrospection(f"{what}: the frame's locals dict is {d}")
     for name in names:
