@@ -70,7 +70,7 @@ def _handed_over(tx, lazy: LazyValue) -> Value:
     obj = lazy.obj
     cached = tx.ctx.value_cache.get(id(obj))
     if type(obj) is not dict or not all(type(k) is str for k in obj) or lazy.source is None or \
-            (cached is not None and cached[0] is obj):
+            (cached is not None and cached[0] is obj) or id(obj) in tx.ctx.instance_dict_owners:
         return lazy.realize(tx.ctx)
     src = lazy.source
     tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, src, dict))
