@@ -305,7 +305,10 @@ def test_graph_count_matches_torch_compile(fn):
         assert counter.frame_count == oracle
 
 
-def test_class_body_locals_runs_as_python():
-    # a class body's locals() is its namespace: not modelled, the frame runs as Python
+def test_class_body_locals_is_a_break_at_the_class_statement():
+    # a class body's locals() is its namespace, not modelled: the class
+    # statement runs natively (a graph break), the rest is compiled
     counter, fallbacks = _run(locals_in_class_body, lambda: (X.clone(),))
-    assert counter.frame_count == 0 and any("class body" in m for m in fallbacks), fallbacks
+    assert counter.frame_count == 1 and not fallbacks, fallbacks
+    e = armature.explain(locals_in_class_body)(X.clone())
+    assert any("class body" in r.reason for r in e.break_reasons), str(e)
