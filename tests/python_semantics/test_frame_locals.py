@@ -245,6 +245,19 @@ def locals_each_iteration(x):
     return acc, x
 
 
+def named_like_generated(x):
+    # user locals spelled like the generated names: the resume function's own
+    # get a longer prefix (codegen/names.py), locals() shows the user's
+    ___f_locals = 1
+    ___local0 = 2
+    ___cell_v = 3
+    y = x + 1
+    d = locals()
+    armature.graph_break()
+    e = locals()
+    return [k for k in e], e["___f_locals"] + e["___local0"] + e["___cell_v"], e is d, y
+
+
 def locals_in_class_body(x):
     class A:
         a = 1
@@ -268,6 +281,7 @@ def test_fullgraph(fn):
     (after_graph_break, 2), (in_loop_with_break, 3), (with_cells, 4), (cell_unbound_then_bound, 3),
     (mutation_across_break, 2), (handed_over_twice, 3), (in_try_finally, 1), (deleted_local, 2),
     (dir_after_break, 2), (builtins_attribute, 1), (locals_each_iteration, 0), (after_break, 2),
+    (named_like_generated, 1),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_split_at_a_break(fn, graphs):
     # no frame runs as Python; the graphs are those of the tensor work on

@@ -16,7 +16,7 @@ variable by its contents.
 CPython 3.11 returns the frame's one locals dict, updated on every call
 (bound names set, unbound ones removed, other keys kept); 3.13 returns a
 new snapshot in a function (PEP 667).  For 3.11 the dict survives a graph
-break as the resume function's argument ``___f_locals`` (the trace keeps it
+break as the resume function's argument ``<prefix>f_locals`` (codegen/names.py's generated prefix; the trace keeps it
 in the frame's locals under that name, values/frame_locals.py); a resume
 function that makes its first one natively keeps it in its real frame's
 locals dict, which CPython never clears of names that are not variables.
@@ -35,10 +35,9 @@ from ..trace.pyversion import VERSION
 
 #: 3.13+ (PEP 667): locals() in a function is a new snapshot on every call
 SNAPSHOT = VERSION >= (3, 13)
-#: the 3.11 locals dict handed over a graph break (a resume function's argument)
-HANDED_OVER = "___f_locals"
-#: where a resume function running natively keeps the 3.11 dict it made
-_KEPT = "___f_locals_made_here"
+#: where a resume function running natively keeps the 3.11 dict it made (a
+#: key of its real frame's locals dict, after the code's generated prefix)
+_KEPT = "f_locals_made_here"
 
 
 def localsplus_names(code: types.CodeType) -> list[str]:
@@ -64,12 +63,14 @@ def update_persistent(d: dict, names: list[str], bound: dict) -> dict:
 
 def _user_items(frame, base: types.CodeType) -> dict:
     """The user's bound variables of a resume function's frame, in order."""
-    from ..codegen.resume import CELL_ARG, local_key
+    from ..codegen.names import cell_arg, generated_prefix
+    from ..codegen.resume import local_key
+    prefix = generated_prefix(base)
     raw = frame.f_locals
     cells = set(base.co_cellvars) | set(base.co_freevars)
     out = {}
     for name in localsplus_names(base):
-        key = CELL_ARG.format(name) if name in cells else local_key(base, name)
+        key = cell_arg(prefix, name) if name in cells else local_key(base, name)
         if key not in raw:
             continue
         v = raw[key]
@@ -105,12 +106,15 @@ def view_of(frame) -> dict:
     bound = _user_items(frame, base)
     if SNAPSHOT:
         return bound
+    from ..codegen.names import generated_prefix
+    from ..codegen.resume import handed_over_name
     raw = frame.f_locals
-    d = raw.get(HANDED_OVER)
+    d = raw.get(handed_over_name(base))
     if d is None:
-        d = raw.get(_KEPT)
+        kept = generated_prefix(base) + _KEPT
+        d = raw.get(kept)
         if d is None:
-            d = raw[_KEPT] = {}
+            d = raw[kept] = {}
     return update_persistent(d, localsplus_names(base), bound)
 
 

@@ -3,7 +3,7 @@ user's local variables bound at the call, as a dict made in the frame.
 
 The names and values are those of the frame as the user wrote it: in a
 resume function (codegen/resume.py) the original code's variables, never
-the generated ``___stack*``/``___cell_*``/``___local*`` ones (a closure
+the generated ``<prefix>stack*``/``<prefix>cell_*``/``<prefix>local*`` ones (codegen/names.py) (a closure
 variable by its cell's contents, a pytest ``@py_assert1`` by its own name);
 in an inlined callee the callee's; in a 3.13 inlined comprehension the
 enclosing function's and the comprehension's variable, as CPython shows
@@ -12,7 +12,7 @@ them (PEP 709).  The order is CPython's (runtime/frame_view.localsplus_names).
 3.13 returns a new snapshot on every call (PEP 667).  3.11 returns the
 frame's one dict, updated on every call (bound variables set, unbound ones
 removed, keys the program added kept): the trace keeps that dict in the
-frame's locals under ``___f_locals``, so a later call in the trace updates
+frame's locals under ``<prefix>f_locals`` (codegen/resume.handed_over_name), so a later call in the trace updates
 the same object and a graph break hands it to the resume function as an
 argument (codegen/breaks.py).  Natively a resume function answers the same
 way (runtime/frame_view.py), so the frame can be split at any break.
@@ -84,15 +84,17 @@ def _handed_over(tx, lazy: LazyValue) -> Value:
 def bound_variables(tx) -> tuple[list[str], dict[str, Value]]:
     """(the user's variable names in CPython's order, {name: Value} of the
     bound ones) of the symbolic frame ``tx``."""
-    from ..codegen.resume import CELL_ARG, local_key, origin_of
+    from ..codegen.names import cell_arg, generated_prefix
+    from ..codegen.resume import local_key, origin_of
     base, translation = origin_of(tx.code)
+    prefix = generated_prefix(base)
     names = frame_view.localsplus_names(base)
     cells = set(base.co_cellvars) | set(base.co_freevars)
     bound: dict[str, Value] = {}
     for name in names:
         if translation is not None:   # a resume function: the generated names
             if name in cells:
-                v = tx.locals.get(CELL_ARG.format(name))
+                v = tx.locals.get(cell_arg(prefix, name))
                 v = None if v is None else _cell_contents(tx, name, v)
             else:
                 v = tx.locals.get(local_key(base, name))
@@ -113,11 +115,13 @@ def locals_dict(tx, what: str = "locals()") -> Value:
     names, bound = bound_variables(tx)
     if frame_view.SNAPSHOT:
         return DictValue(bound)
-    d = tx.locals.get(frame_view.HANDED_OVER)
+    from ..codegen.resume import handed_over_name
+    key = handed_over_name(tx.code)
+    d = tx.locals.get(key)
     if d is None:
-        d = tx.locals[frame_view.HANDED_OVER] = DictValue({})
+        d = tx.locals[key] = DictValue({})
     if type(d) is LazyValue:
-        d = tx.locals[frame_view.HANDED_OVER] = _handed_over(tx, d)
+        d = tx.locals[key] = _handed_over(tx, d)
     if not isinstance(d, DictValue):
         raise FrameIntrospection(f"{what}: the frame's locals dict is {d}")
     for name in names:
