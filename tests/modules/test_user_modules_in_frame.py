@@ -407,3 +407,47 @@ def test_changing_a_passed_module_in_place_breaks():
     counter = check_identity(inits_own_after_other, two, calls=3, fullgraph=True)
     assert counter.frame_count == 1
     reset()
+
+
+def class_made_in_the_frame(x, y):
+    class Local(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, v):
+            return self.lin(v)
+
+    m = Local()
+    # the module's class is the class this call's statement made (a break at the
+    # constructor: the setup would run before the statement)
+    return m(x) + y, type(m) is Local, Local is type(m)
+
+
+def test_module_of_a_class_made_in_the_frame():
+    counter = check_identity(class_made_in_the_frame, two, calls=3, observe=_with_class_identity)
+    if not USING_TORCH:
+        assert counter.frame_count <= 2
+    reset()
+
+
+def _with_class_identity(out, inputs):
+    return out[0], out[1], out[2]
+
+
+@armature_only
+def test_class_made_in_the_frame_escaping_is_the_modules_class():
+    def f(x):
+        class Local(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+
+        m = Local()
+        return Local, m
+
+    compiled = armature.compile(f, backend="eager")
+    for _ in range(3):
+        cls, m = compiled(torch.randn(4))
+        assert type(m) is cls
+    reset()

@@ -72,6 +72,11 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
     setup is indistinguishable from eager building it at the call (see the
     module docstring); on success the audit's guards are the entry's."""
     cls = cls_value.cls
+    from .class_def import MadeClassValue
+    if isinstance(cls_value, MadeClassValue) or cls_value.source is None:
+        # (the setup would run before the class statement: it would build
+        # the module from another class object than the frame's)
+        raise Unsupported(f"{what}: its class is made by a class statement in the frame", hint=_HINT)
     _check_class(cls, what)
     _check_arguments(tx, args, kwargs, what)
     main = tx.ctx
