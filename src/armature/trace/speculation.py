@@ -114,7 +114,7 @@ class DeferredTruth(Value):
         return DeferredTruth(self.tensor, not self.negated)
 
     def truth(self, tx):
-        return self.tensor.truth(tx) if not self.negated else not self.tensor.truth(tx)
+        return self.tensor.truth(tx)   # (raises: deciding it needs the data)
 
     def reconstruct(self, out):
         out.instr("PUSH_NULL")

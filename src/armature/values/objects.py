@@ -949,7 +949,7 @@ class SuperValue(Value):
                 from .modules import ModuleValue
                 from .user_module_construction import ModuleUnderConstruction
                 if klass is torch.nn.Module and isinstance(self.obj, ModuleUnderConstruction):
-                    return self.obj.super_attr(tx, klass, name)
+                    return self.obj.super_attr(tx, name)
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
                     return _ModuleMember(self.obj)
                 if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:

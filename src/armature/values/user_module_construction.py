@@ -78,7 +78,7 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
         # the module from another class object than the frame's)
         raise Unsupported(f"{what}: its class is made by a class statement in the frame", hint=_HINT)
     _check_class(cls, what)
-    _check_arguments(tx, args, kwargs, what)
+    argument_roots = _check_arguments(tx, args, kwargs, what)
     main = tx.ctx
     if len(main.effects):
         raise Unsupported(f"{what} after the frame changed state outside itself",
@@ -108,7 +108,7 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
         e.args = (e.what,)
         e.hint = _HINT
         raise
-    _check_clean(sub, what, _argument_roots(tx, args, kwargs))
+    _check_clean(sub, what, argument_roots)
     for g in sub.guards:
         main.guards.add(g)
 
@@ -126,25 +126,24 @@ def _check_class(cls: type, what: str) -> None:
             raise Unsupported(f"{what}: {klass.__qualname__} defines its own attribute protocol or __new__")
 
 
-def _check_arguments(tx, args, kwargs, what) -> None:
+def _check_arguments(tx, args, kwargs, what) -> set:
+    """Refuse arguments other than immutable constants and modules made in
+    the frame; return the setup locals of the latter that hold tensors
+    (the graph may have read them before the call: ``_check_clean``)."""
     from .base import concrete
     from .fresh_modules import FreshModuleValue, made_in_frame
     from .modules import NewModuleValue
-
-    def immutable(v) -> bool:
-        v = concrete(tx, v)
-        if isinstance(v, NewModuleValue) or isinstance(v, FreshModuleValue) and made_in_frame(v.source):
-            return True
-        if not v.is_python_constant():
-            return False
-        c = v.as_python_constant()
-        return _immutable_constant(c)
-
+    roots = set()
     for v in (*args, *kwargs.values()):
-        if not immutable(v):
+        v = concrete(tx, v)
+        if isinstance(v, FreshModuleValue) and made_in_frame(v.source):
+            roots.add(v.source.root())
+        elif not (isinstance(v, NewModuleValue) or v.is_python_constant() and
+                  _immutable_constant(v.as_python_constant())):
             raise Unsupported(f"{what} from {v}, which is not an immutable constant or a module made in the frame",
                               hint="pass numbers, strings, tuples or modules made in the frame; or create the "
                                    "module outside and pass it in")
+    return roots
 
 
 def _immutable_constant(c) -> bool:
@@ -164,19 +163,6 @@ def _run_init(tx, sub, fn, source, args, kwargs) -> Value:
     fn_v = wrap(sub, fn, source)
     bound = fn_v.bind(args, kwargs, ctx=sub)
     return make_frame(sub, fn_v, bound, tx).run()
-
-
-def _argument_roots(tx, args, kwargs) -> set:
-    """The setup locals of the modules made in the frame passed in (their
-    tensors may have been read by the graph before the call)."""
-    from .base import concrete
-    from .fresh_modules import FreshModuleValue, made_in_frame
-    roots = set()
-    for v in (*args, *kwargs.values()):
-        v = concrete(tx, v)
-        if isinstance(v, FreshModuleValue) and made_in_frame(v.source):
-            roots.add(v.source.root())
-    return roots
 
 
 def _check_clean(sub, what: str, argument_roots: set) -> None:
@@ -241,7 +227,7 @@ class ModuleUnderConstruction(ObjectValue):
             raise Unsupported(f"deleting {name!r} of a module under construction")
         del self.attrs[name]
 
-    def super_attr(self, tx, klass: type, name: str):
+    def super_attr(self, tx, name: str):
         """``super().name`` reaching nn.Module itself: only ``__init__``."""
         if name == "__init__":
             return _ModuleInit()
