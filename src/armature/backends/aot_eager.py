@@ -36,6 +36,9 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     """Compile ``gm`` through AOTAutograd; the result is called as ``compiled(*args)``."""
     from torch._functorch.aot_autograd import aot_module_simplified
 
+    from .cudagraphs import annotate_static_inputs
+
+    annotate_static_inputs(gm)   # (as under torch.compile: fw_metadata.static_input_indices)
     return aot_module_simplified(
         gm,
         example_inputs,

@@ -58,9 +58,19 @@ def inductor(
 ) -> Callable[..., Any]:
     """Compile ``gm`` with inductor.
 
-    ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
+    Static inputs (parameters, buffers, ``mark_static_address``) are told to
+    AOTAutograd as torch.compile's frontend tells it; a graph compiled with
+    CUDA graphs makes every top-level call advance the trees' generation
+    (backends/cudagraphs.py).  ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
     returns may use the boxed calling convention; the registry unboxes it.
     """
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, config_patches=config_patches(mode, options))
+    from .cudagraphs import annotate_static_inputs, install_step, uses_cudagraphs
+
+    patches = config_patches(mode, options)
+    annotate_static_inputs(gm)
+    compiled = compile_fx(gm, example_inputs, config_patches=patches)
+    if uses_cudagraphs(patches):
+        install_step()
+    return compiled
