@@ -451,9 +451,13 @@ def markdown(rows: list[dict], env: dict) -> str:
 
         def comp(x):
             c = x.get("compile")
-            if c is None:
-                return "-"
-            return c["error"][:60].replace("|", "/") if "error" in c else f"{c['compile_s']:.1f}"
+            if c is not None and "error" not in c:
+                return f"{c['compile_s']:.1f}"
+            # no cold-cache child: the first call in the timing process (its
+            # caches were cold too, but the other compiler had run before)
+            warm = x.get("first_call_in_process_s")
+            text = f"({warm:.1f} in-process)" if warm is not None else "-"
+            return text if c is None else f"{text} {c['error'][:40]}".replace("|", "/")
         lines.append(f"| {r['workload']} | {r['mode']} | {_f(r.get('eager_ms'))} | {_f(a.get('ms'))} | "
                      f"{_f(t.get('ms'))} | {_f(ratio, '{:.2f}')} | {_launch_text(a.get('launches'))} | "
                      f"{_launch_text(t.get('launches'))} | {corr(a)} / {corr(t)} | {comp(a)} / {comp(t)} |")
