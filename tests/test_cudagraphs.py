@@ -217,3 +217,31 @@ def test_skip_reasons_reach_the_perf_log(caplog):
         perf.setLevel(old)
     assert any("CUDA graphs not used: skipping cudagraphs due to testing" in r.getMessage()
                for r in caplog.records if r.name == "armature.perf")
+
+
+def test_metadata_refused_compiles_without_it(monkeypatch):
+    """A torch that reads the metadata differently: the graph still compiles
+    (without static inputs), and the perf log says why."""
+    from armature.backends import cudagraphs as cg
+    calls = []
+
+    def compile_fn(gm):
+        calls.append(getattr(gm, "_param_name_to_source", None) is not None)
+        if len(calls) == 1:
+            raise AssertionError("source must not be None")
+        return gm.forward
+
+    lin = torch.nn.Linear(2, 2)
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return cg.compile_with_static_inputs(gm, compile_fn)
+
+    f = armature.compile(lambda x: lin(x), backend=backend)
+    x = torch.randn(1, 2)
+    torch.testing.assert_close(f(x), lin(x))
+    assert calls == [True, False]
+    gm = seen[0]
+    assert "dynamo_compile_id" not in gm.meta
+    assert not any(hasattr(n, "_dynamo_source") for n in gm.graph.nodes)

@@ -43,7 +43,8 @@ from ..diagnostics import logs
 from ..graph.output_graph import STATIC_INPUTS_META
 from ..runtime import cudagraphs as _runtime
 
-__all__ = ["annotate_static_inputs", "cudagraph_mark_step_begin", "install_step", "uses_cudagraphs"]
+__all__ = ["annotate_static_inputs", "compile_with_static_inputs", "cudagraph_mark_step_begin", "install_step",
+           "uses_cudagraphs"]
 
 log_perf = logs.artifact("perf")
 
@@ -98,6 +99,36 @@ def annotate_static_inputs(gm: torch.fx.GraphModule) -> list[int]:
             node.meta["tensor_dict"] = {**node.meta.get("tensor_dict", {}), "_dynamo_static_input_type": "unguarded"}
             positions.append(i)
     return positions
+
+
+def _strip_static_annotation(gm: torch.fx.GraphModule) -> None:
+    gm.meta.pop("dynamo_compile_id", None)
+    if "_param_name_to_source" in gm.__dict__:
+        del gm.__dict__["_param_name_to_source"]
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            node.__dict__.pop("_dynamo_source", None)
+            td = node.meta.get("tensor_dict")
+            if td and "_dynamo_static_input_type" in td:
+                node.meta["tensor_dict"] = {k: v for k, v in td.items() if k != "_dynamo_static_input_type"}
+
+
+def compile_with_static_inputs(gm: torch.fx.GraphModule, compile_fn):
+    """``compile_fn(gm)`` with the static-input metadata written on ``gm``.
+    Should a torch version read that metadata differently and refuse it (an
+    error that names a source), the graph compiles without it, every input
+    then treated as torch treats an unknown graph's (copied on a replay),
+    and ``ARMATURE_LOGS=perf`` says so."""
+    annotate_static_inputs(gm)
+    try:
+        return compile_fn(gm)
+    except Exception as e:  # noqa: BLE001  (retried only when the metadata is the cause)
+        if "source" not in str(e).lower():
+            raise
+        log_perf.debug("static-input metadata refused by this torch (%s: %s); compiling without it: "
+                       "CUDA graphs copy every input on a replay", type(e).__name__, e)
+        _strip_static_annotation(gm)
+        return compile_fn(gm)
 
 
 class _SkipForwarder(logging.Handler):

@@ -66,11 +66,11 @@ def inductor(
     """
     from torch._inductor.compile_fx import compile_fx
 
-    from .cudagraphs import annotate_static_inputs, install_step, uses_cudagraphs
+    from .cudagraphs import compile_with_static_inputs, install_step, uses_cudagraphs
 
     patches = config_patches(mode, options)
-    annotate_static_inputs(gm)
-    compiled = compile_fx(gm, example_inputs, config_patches=patches)
+    compiled = compile_with_static_inputs(
+        gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))
     if uses_cudagraphs(patches):
         install_step()
     return compiled
