@@ -5,8 +5,8 @@
 #   env.txt      nvidia-smi and versions
 #   tests.txt    the GPU unit tests (tests/test_gpu.py + the CUDA-graph boundary's CPU tests)
 #   bench.txt    benchmarks/gpu.py's log; gpu.md / gpu.json its table and data
-# Bounded: tests ${TEST_TIMEOUT:-150} s, benchmark ${BENCH_TIMEOUT:-330} s (compile-time
-# subprocesses stop starting after ${BUDGET_S:-150} s of it); about 8 minutes on an H200.
+# Bounded: tests ${TEST_TIMEOUT:-180} s, benchmark ${BENCH_TIMEOUT:-330} s (compile-time
+# subprocesses stop starting after ${BUDGET_S:-120} s of it); about 8 minutes on an H200.
 # Extra arguments go to benchmarks/gpu.py (e.g. --only gpt2_decode,gpt2_decode_ro).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
@@ -37,16 +37,16 @@ PYEOF
 
 echo "=== GPU tests" | tee "$OUT/tests.txt"
 if $PY -c "import pytest" 2>/dev/null; then
-  timeout "${TEST_TIMEOUT:-150}" $PY -m pytest -x -q -rs -p no:cacheprovider \
+  timeout "${TEST_TIMEOUT:-180}" $PY -m pytest -x -q -rs -p no:cacheprovider \
       tests/test_gpu.py tests/test_cudagraphs.py tests/test_matmul_precision_guards.py 2>&1 \
       | tail -60 | tee -a "$OUT/tests.txt"
 else
   echo "(pytest not installed: tests/test_gpu.py's own runner)" | tee -a "$OUT/tests.txt"
-  timeout "${TEST_TIMEOUT:-150}" $PY tests/test_gpu.py 2>&1 | tail -60 | tee -a "$OUT/tests.txt"
+  timeout "${TEST_TIMEOUT:-180}" $PY tests/test_gpu.py 2>&1 | tail -60 | tee -a "$OUT/tests.txt"
 fi
 echo "tests exit: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.txt"
 
 echo "=== benchmark" | tee "$OUT/bench.txt"
-timeout "${BENCH_TIMEOUT:-330}" $PY benchmarks/gpu.py --quick --out "$OUT" --budget-s "${BUDGET_S:-150}" "$@" 2>&1 \
+timeout "${BENCH_TIMEOUT:-330}" $PY benchmarks/gpu.py --quick --out "$OUT" --budget-s "${BUDGET_S:-120}" "$@" 2>&1 \
     | grep -v "Warning\|warn(" | tee -a "$OUT/bench.txt" | tail -30
 echo "benchmark exit: ${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"

@@ -245,3 +245,27 @@ def test_metadata_refused_compiles_without_it(monkeypatch):
     gm = seen[0]
     assert "dynamo_compile_id" not in gm.meta
     assert not any(hasattr(n, "_dynamo_source") for n in gm.graph.nodes)
+
+
+@pytest.mark.inductor
+def test_cpu_graph_under_reduce_overhead_is_logged_and_installs_no_step():
+    perf = logging.getLogger("armature.perf")
+    cap = []
+
+    class H(logging.Handler):
+        def emit(self, record):
+            cap.append(record.getMessage())
+    h = H()
+    old = perf.level
+    perf.setLevel(logging.DEBUG)
+    perf.addHandler(h)
+    try:
+        f = armature.compile(lambda x: x.sin() * 2, mode="reduce-overhead")
+        x = torch.randn(4)
+        for _ in range(2):
+            torch.testing.assert_close(f(x), x.sin() * 2)
+    finally:
+        perf.removeHandler(h)
+        perf.setLevel(old)
+    assert runtime_cg.step is None
+    assert any("CUDA graphs not used" in m and "no CUDA tensors" in m for m in cap), cap

@@ -32,7 +32,6 @@ logger; :func:`install_step` forwards those lines to ``ARMATURE_LOGS=perf``.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 from typing import Any
@@ -56,30 +55,9 @@ def uses_cudagraphs(patches: dict[str, Any]) -> bool:
         return bool(config.triton.cudagraphs)
 
 
-_SOURCE_CLASS = None
-
-
 def _source(label: str):
-    """A source naming one input of an armature graph.  AOTAutograd only
-    compares them (duplicate inputs) and prints them; they are never
-    guarded (armature guards aliasing itself)."""
-    global _SOURCE_CLASS
-    if _SOURCE_CLASS is None:
-        from torch._guards import GuardSource, Source
-
-        @dataclasses.dataclass(frozen=True)
-        class ArmatureInputSource(Source):
-            label: str
-
-            @property
-            def _name_template(self) -> str:
-                return self.label
-
-            def guard_source(self):
-                return GuardSource.LOCAL
-
-        _SOURCE_CLASS = ArmatureInputSource
-    return _SOURCE_CLASS(label)
+    from .input_sources import ArmatureInputSource
+    return ArmatureInputSource(label)
 
 
 def annotate_static_inputs(gm: torch.fx.GraphModule) -> list[int]:
@@ -172,6 +150,20 @@ def install_step() -> None:
         _forwarder = _SkipForwarder()
         cudagraph_utils.cudagraphs_log.addHandler(_forwarder)
     _runtime.install(_step, _reset_trees)
+
+
+def note_cpu_only(gm: torch.fx.GraphModule, example_inputs) -> bool:
+    """Whether the graph has no CUDA tensor (no CUDA graph then, and no
+    step to install).  inductor skips such a graph silently (it logs only
+    mixed-device graphs): ``ARMATURE_LOGS=perf`` says it."""
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    tensors += list(gm.parameters()) + list(gm.buffers())
+    if any(t.device.type == "cuda" for t in tensors):
+        return False
+    if log_perf.isEnabledFor(logging.DEBUG):
+        log_perf.debug("CUDA graphs not used: skipping cudagraphs due to no CUDA tensors in the graph "
+                       "(its inputs are on %s)", sorted({str(t.device) for t in tensors}) or "no device")
+    return True
 
 
 def cudagraph_mark_step_begin() -> None:

@@ -61,16 +61,16 @@ def inductor(
     Static inputs (parameters, buffers, ``mark_static_address``) are told to
     AOTAutograd as torch.compile's frontend tells it; a graph compiled with
     CUDA graphs makes every top-level call advance the trees' generation
-    (backends/cudagraphs.py).  ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
-    returns may use the boxed calling convention; the registry unboxes it.
+    (backends/cudagraphs.py).  ``compile_fx`` takes ownership of ``gm`` and
+    may rewrite it.  What it returns may use the boxed calling convention;
+    the registry unboxes it.
     """
     from torch._inductor.compile_fx import compile_fx
 
-    from .cudagraphs import compile_with_static_inputs, install_step, uses_cudagraphs
+    from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
 
     patches = config_patches(mode, options)
-    compiled = compile_with_static_inputs(
+    if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
+        install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
+    return compile_with_static_inputs(
         gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))
-    if uses_cudagraphs(patches):
-        install_step()
-    return compiled
