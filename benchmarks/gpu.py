@@ -266,12 +266,17 @@ def count_launches(fn: Callable, device: str, calls: int) -> dict | None:
             fn()
         sync(device)
     kernels = graphs = 0
+    names: dict[str, int] = {}
     for ev in prof.events():
-        if ev.name in KERNEL_LAUNCH_NAMES:
+        name = ev.name
+        if "Launch" in name and name.startswith("cu"):
+            names[name] = names.get(name, 0) + 1
+        if name in KERNEL_LAUNCH_NAMES or ("LaunchKernel" in name and name.startswith("cu")):
             kernels += 1
-        elif ev.name in GRAPH_LAUNCH_NAMES:
+        elif name in GRAPH_LAUNCH_NAMES or ("GraphLaunch" in name and name.startswith("cu")):
             graphs += 1
-    return {"kernels": kernels / calls, "graphs": graphs / calls}
+    # (the raw counts of every launch-like API call, to check the names on a new CUDA)
+    return {"kernels": kernels / calls, "graphs": graphs / calls, "api_calls": names}
 
 
 def err_text(e: BaseException) -> str:

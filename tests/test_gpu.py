@@ -44,8 +44,9 @@ def launches(fn, calls: int = 3) -> tuple[float, float]:
         for _ in range(calls):
             fn()
         torch.cuda.synchronize()
-    k = sum(ev.name in KERNEL_LAUNCHES for ev in prof.events())
-    g = sum(ev.name in GRAPH_LAUNCHES for ev in prof.events())
+    names = [ev.name for ev in prof.events() if ev.name.startswith("cu")]
+    k = sum(n in KERNEL_LAUNCHES or "LaunchKernel" in n for n in names)
+    g = sum(n in GRAPH_LAUNCHES or "GraphLaunch" in n for n in names)
     return k / calls, g / calls
 
 
