@@ -4,7 +4,7 @@
 # `bytecode` wheel carried in .whl/).  Writes everything into $OUT:
 #   env.txt      nvidia-smi and versions
 #   tests.txt    the GPU unit tests (tests/test_gpu.py + the CUDA-graph boundary's CPU tests)
-#   bench.txt    benchmarks/gpu.py's log; gpu.md / gpu.json its table and data
+#   bench.txt    benchmarks/gpu.py's log (with ARMATURE_LOGS=perf: why CUDA graphs were skipped); gpu.md / gpu.json
 # Bounded: tests ${TEST_TIMEOUT:-180} s, benchmark ${BENCH_TIMEOUT:-330} s (compile-time
 # subprocesses stop starting after ${BUDGET_S:-120} s of it); about 8 minutes on an H200.
 # Extra arguments go to benchmarks/gpu.py (e.g. --only gpt2_decode,gpt2_decode_ro).
@@ -47,6 +47,6 @@ fi
 echo "tests exit: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.txt"
 
 echo "=== benchmark" | tee "$OUT/bench.txt"
-timeout "${BENCH_TIMEOUT:-330}" $PY benchmarks/gpu.py --quick --out "$OUT" --budget-s "${BUDGET_S:-120}" "$@" 2>&1 \
+ARMATURE_LOGS=${ARMATURE_LOGS:-perf} timeout "${BENCH_TIMEOUT:-330}" $PY benchmarks/gpu.py --quick --out "$OUT" --budget-s "${BUDGET_S:-120}" "$@" 2>&1 \
     | grep -v "Warning\|warn(" | tee -a "$OUT/bench.txt" | tail -30
 echo "benchmark exit: ${PIPESTATUS[0]}" | tee -a "$OUT/bench.txt"
