@@ -12,7 +12,8 @@ from .runtime.explain import ExplainOutput, explain
 from .graph.dynamic import DynamicDimSpecialized
 from .runtime.markers import allow_in_graph, disable, disallow_in_graph, dont_skip_tracing, graph_break
 from .runtime.stance import RecompileError, Stance, get_stance, set_stance
-from .runtime.marks import mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
+from .runtime.marks import mark_dynamic, mark_static, mark_static_address, mark_unbacked, maybe_mark_dynamic
+from .backends.cudagraphs import cudagraph_mark_step_begin
 from .diagnostics.report import report
 
 
@@ -30,7 +31,8 @@ __all__ = [
     "explain", "ExplainOutput", "graph_break", "disable",
     "allow_in_graph", "disallow_in_graph", "dont_skip_tracing",
     "set_stance", "get_stance", "Stance", "RecompileError",
-    "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_unbacked", "DynamicDimSpecialized",
+    "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_static_address", "mark_unbacked",
+    "cudagraph_mark_step_begin", "DynamicDimSpecialized",
     "report", "patch_torch_compile",
 ]
 __version__ = "0.1.0"

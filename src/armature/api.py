@@ -25,6 +25,7 @@ from .guards.build import explain_failure
 from .runtime.cache import CodeCache, new_cache, reset_all
 from .runtime.compile_frame import compile_call
 from .runtime.wrappers import TailCall
+from .runtime import cudagraphs as _cudagraphs
 from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
 
@@ -58,12 +59,18 @@ class CompiledFunction:
         self._module_parameters: str | None = None
         #: {backend: CompiledFunction} for compiles under set_stance(force_backend=...)
         self._forced: dict = {}
+        #: a call of this function starts a new CUDA-graph step (False for
+        #: resume functions and the wrappers residual code calls:
+        #: runtime/cudagraphs.py)
+        self._top = True
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
         if self._has_self:
             args = (self._self, *args)
         self._cache.calls += 1
+        if _cudagraphs.step is not None and self._top:
+            _cudagraphs.step()
         if _stance.special:   # force_eager, skip_guard_eval_unsafe, force_backend
             result = self._dispatch_under_stance(args, kwargs)
             return result.run() if type(result) is TailCall else result
@@ -471,6 +478,7 @@ def reset() -> None:
     """Drop every compiled entry of every compiled function."""
     reset_all()
     _wrappers.reset()
+    _cudagraphs.reset()
 
 
 def cache_entries(compiled) -> list:

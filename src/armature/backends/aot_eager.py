@@ -36,10 +36,13 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     """Compile ``gm`` through AOTAutograd; the result is called as ``compiled(*args)``."""
     from torch._functorch.aot_autograd import aot_module_simplified
 
-    return aot_module_simplified(
+    from .cudagraphs import compile_with_static_inputs
+
+    # (static inputs told as under torch.compile: fw_metadata.static_input_indices)
+    return compile_with_static_inputs(gm, lambda gm: aot_module_simplified(
         gm,
         example_inputs,
         fw_compiler=_boxed_nop,
         bw_compiler=_boxed_nop,
         inference_compiler=_boxed_nop,
-    )
+    ))

@@ -58,9 +58,19 @@ def inductor(
 ) -> Callable[..., Any]:
     """Compile ``gm`` with inductor.
 
-    ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
-    returns may use the boxed calling convention; the registry unboxes it.
+    Static inputs (parameters, buffers, ``mark_static_address``) are told to
+    AOTAutograd as torch.compile's frontend tells it; a graph compiled with
+    CUDA graphs makes every top-level call advance the trees' generation
+    (backends/cudagraphs.py).  ``compile_fx`` takes ownership of ``gm`` and
+    may rewrite it.  What it returns may use the boxed calling convention;
+    the registry unboxes it.
     """
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, config_patches=config_patches(mode, options))
+    from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
+
+    patches = config_patches(mode, options)
+    if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
+        install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
+    return compile_with_static_inputs(
+        gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))

@@ -22,6 +22,24 @@ from ..guards.sources import Source
 from .dynamic import SizeSource, SourceNames
 
 
+#: ``gm.meta`` key: the placeholder positions of static inputs (see
+#: ``OutputGraph.static_input_indices``; backends/cudagraphs.py reads it)
+STATIC_INPUTS_META = "armature_static_inputs"
+
+#: attribute set on a tensor by ``armature.mark_static_address`` (torch's
+#: ``mark_static_address`` sets ``_dynamo_static_input_type``)
+STATIC_ADDRESS_ATTR = "_armature_static_address"
+
+
+def _is_static_input(real: torch.Tensor, source) -> bool:
+    from ..guards.sources import ModuleMemberSource
+    if isinstance(real, torch.nn.Parameter):
+        return True
+    if isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers"):
+        return True
+    return bool(getattr(real, STATIC_ADDRESS_ATTR, False) or getattr(real, "_dynamo_static_input_type", None))
+
+
 class GraphInput:
     """A placeholder of the graph: a tensor, or (dynamic shapes) a SymInt
     read at run time from its source (a size, an int argument)."""
@@ -258,7 +276,23 @@ class OutputGraph:
             else:
                 root.register_buffer(name, t)
         gm = torch.fx.GraphModule(root, self.graph, class_name="ArmatureGraph")
+        gm.meta[STATIC_INPUTS_META] = self.static_input_indices()
         return gm
+
+    def static_input_indices(self) -> tuple[int, ...]:
+        """Positions of the placeholders whose tensor keeps its address from
+        call to call: parameters and buffers lifted as inputs, and tensors
+        marked with ``mark_static_address`` (armature's or torch's).  The
+        backends read it (``gm.meta[STATIC_INPUTS_META]``): CUDA graphs do
+        not copy these into graph-owned memory on every replay; a
+        ``get_attr`` parameter is static by nature and not listed."""
+        by_node = {gi.node: gi for gi in self.inputs}
+        out = []
+        for i, node in enumerate(n for n in self.graph.nodes if n.op == "placeholder"):
+            gi = by_node.get(node)
+            if gi is not None and isinstance(gi.real, torch.Tensor) and _is_static_input(gi.real, gi.source):
+                out.append(i)
+        return tuple(out)
 
     def example_inputs(self) -> list:
         """What backends get: the real tensors, and for SymInt placeholders

@@ -33,6 +33,7 @@ from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, Use
                                  strict_internal_errors)
 from ..graph.dynamic import log_dynamic_symbols, shape_guards
 from ..guards.build import build_guard_function
+from ..guards.matmul_precision import precision_guards
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion, speculation
@@ -331,6 +332,9 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     ctx.add_alias_guards()
     for g in shape_guards(graph):
         ctx.guards.add(g)
+    if compiled is not None:
+        for g in precision_guards(graph):
+            ctx.guards.add(g)
     log_dynamic_symbols(fn, graph)
     guards = ctx.guards.as_list()
     guard_fn = build_guard_function(fn, guards)

@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..graph.dynamic import DYNAMIC_ATTR, MAYBE_DYNAMIC_ATTR, STATIC_ATTR, UNBACKED_ATTR
+from ..graph.output_graph import STATIC_ADDRESS_ATTR
 
 
 def _dims(t, dims, what: str) -> list[int]:
@@ -99,3 +100,18 @@ def mark_unbacked(t: torch.Tensor, dims: int | Iterable[int]) -> None:
     enough about it; one compile serves sizes 0, 1 and up."""
     for d in _dims(t, dims, "mark_unbacked"):
         _set_of(t, UNBACKED_ATTR).add(d)
+
+
+def mark_static_address(t: torch.Tensor, guard: bool = True) -> None:
+    """``t`` keeps its memory address from call to call (a KV cache, a
+    buffer updated in place): CUDA graphs read it where it is instead of
+    copying it into graph-owned memory on every replay (parameters and
+    buffers of modules are static already).  If its address does change,
+    the CUDA-graph tree records a new graph for it.  ``guard`` is accepted
+    for torch's signature; armature adds no address guard either way (a
+    moved tensor re-records instead of recompiling)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"armature.mark_static_address: expected a tensor, got {type(t).__name__}")
+    if not isinstance(guard, bool):
+        raise TypeError(f"armature.mark_static_address: guard must be a bool, got {guard!r}")
+    setattr(t, STATIC_ADDRESS_ATTR, True)

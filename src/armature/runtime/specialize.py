@@ -274,7 +274,9 @@ def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     graph = torch.fx.Graph()
     out = graph.graph_copy(gm.graph, {})
     graph.output(out)
-    return torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    out = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    out.meta.update(gm.meta)   # (the static inputs: backends/cudagraphs.py)
+    return out
 
 
 class _ArgSource:

@@ -44,6 +44,7 @@ def resume_function_for(fn, code, offset, slots, local_names, cell_names, backen
         rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name)
         cf = CompiledFunction(rfn, backend, fullgraph=False, dynamic=dynamic)
         cf._resume = True
+        cf._top = False
         cf._module_parameters = module_parameters
         _RESUME[key] = cf
     return cf
@@ -114,6 +115,7 @@ def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
     cf = _WRAPPERS.get(key)
     if cf is None:
         cf = _WRAPPERS[key] = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
+        cf._top = False
         cf._module_parameters = module_parameters
     return cf
 
