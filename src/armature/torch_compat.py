@@ -10,6 +10,7 @@ it would call 2.9 newer than 2.15).  Its Python counterpart is
 """
 from __future__ import annotations
 
+import contextlib
 import re
 
 import torch
@@ -39,7 +40,43 @@ def is_supported() -> bool:
     return OLDEST <= VERSION <= NEWEST
 
 
+#: torch.compile before 2.13, the tests' oracle, compiles less of some
+#: Python constructs in one graph than 2.13+ (and armature): ids of objects
+#: made in the frame, namedtuple defaults, tuple subclasses, nested
+#: functions' attributes, and locals() after a graph break, which it even
+#: gets wrong (seen with 2.11 on CPython 3.12; tests/python_semantics skip
+#: the oracle for those cases there and compare with eager alone)
+OLD_ORACLE = not at_least((2, 13))
+
 #: torch.compile (the tests' oracle) compares two tuples of tensors, as in
 #: ``(x, y) == (y, x)``, in one graph before 2.15; 2.15's Dynamo breaks the
 #: graph there ("list_richcompare_nonconst"), so it cannot be a fullgraph oracle
 ORACLE_COMPARES_TENSOR_TUPLES = not at_least((2, 15))
+
+
+#: torch 2.11-2.12's AOTAutograd (its tensorify_python_scalars pass, run on a
+#: graph with a float ``.item()``) calls ops on fx ``MetaProxy`` objects,
+#: which only dispatch through ``__torch_function__``, but does not turn
+#: torch function back on itself (torch 2.13 does, around that pass)
+AOT_NEEDS_TORCH_FUNCTION = not at_least((2, 13))
+
+
+@contextlib.contextmanager
+def backend_compile_state():
+    """The state a backend compiles a graph in.  armature's compile runs with
+    torch function disabled (trace/context.py: the caller's modes are
+    modelled, never called for real); where AOTAutograd needs it on
+    (``AOT_NEEDS_TORCH_FUNCTION``) it is enabled for the backend with the
+    caller's torch function modes set aside, so only fx's proxies see it."""
+    if not AOT_NEEDS_TORCH_FUNCTION:
+        yield
+        return
+    modes = []
+    while torch._C._len_torch_function_stack() > 0:
+        modes.append(torch._C._pop_torch_function_stack())
+    try:
+        with torch._C._EnableTorchFunction():
+            yield
+    finally:
+        for mode in reversed(modes):
+            torch._C._push_on_torch_function_stack(mode)
