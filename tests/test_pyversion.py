@@ -1,6 +1,7 @@
 """The version registry (trace/pyversion.py) and the per-version spelling of
 generated code (codegen/spelling.py), checked on whichever interpreter runs
-the suite (3.11 or 3.13: ./dev test, ./dev test --python 3.13)."""
+the suite (3.11, 3.12 or 3.13: ./dev test, ./dev test --python 3.12,
+./dev test --python 3.13)."""
 from __future__ import annotations
 
 import dis
@@ -154,9 +155,9 @@ def test_spelling_is_the_running_versions():
     assert type(SPELLING).__name__ == "Spelling3" + str(sys.version_info[1])
 
 
-# CPython 3.12's opcodes (its `dis` documentation and Lib/opcode.py): no 3.12
-# interpreter can be built here, so its handler ranges are checked against
-# this list instead of a running interpreter.
+# CPython 3.12's opcodes (its `dis` documentation and Lib/opcode.py): the
+# handler ranges for 3.12 are checked against this list on every interpreter
+# (and the list against the real one on 3.12, below).
 OPCODES_312 = set("""
 CACHE POP_TOP PUSH_NULL INTERPRETER_EXIT END_FOR END_SEND NOP UNARY_NEGATIVE UNARY_NOT UNARY_INVERT
 RESERVED BINARY_SUBSCR BINARY_SLICE STORE_SLICE GET_LEN MATCH_MAPPING MATCH_SEQUENCE MATCH_KEYS
@@ -187,7 +188,17 @@ def test_312_handler_ranges_name_only_312_opcodes_once():
     assert sorted(function_opcodes - set(handlers)) == []
 
 
-@pytest.mark.parametrize("version", [(3, 11), (3, 13)])
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="checks the list against a 3.12 interpreter")
+def test_the_312_opcode_list_is_the_interpreters():
+    real = {n for n, op in dis.opmap.items() if op < 256 and not n.startswith("INSTRUMENTED_")}
+    assert OPCODES_312 == real
+
+
+def test_supported_versions():
+    assert pyversion.SUPPORTED == ((3, 11), (3, 12), (3, 13))
+
+
+@pytest.mark.parametrize("version", [(3, 11), (3, 12), (3, 13)])
 def test_each_supported_version_gets_one_handler_per_opcode(version):
     handlers = pyversion.handlers_for(version)
     assert not [n for n, fns in handlers.items() if len(fns) > 1]

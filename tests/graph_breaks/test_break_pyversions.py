@@ -10,6 +10,9 @@ same programs run on every supported version; each compares compiled with
 eager after several calls and checks nothing ran as plain Python."""
 from __future__ import annotations
 
+import sys
+
+import pytest
 import torch
 
 import armature
@@ -200,3 +203,124 @@ def method_call_with_break_in_arguments(x):
 
 def test_method_call_whose_arguments_break():
     check_calls(method_call_with_break_in_arguments, _x)
+
+
+class LoudBase(torch.nn.Module):
+    @property
+    def factor(self):
+        print("reading factor")      # breaks the graph inside the getter
+        return 3
+
+    def shift(self, x):
+        print("shifting")
+        return x + 1
+
+
+class LoudChild(LoudBase):
+    def forward(self, x):
+        y = x * 2
+        f = super().factor            # 3.12+: the break is at LOAD_SUPER_ATTR itself
+        return super().shift(y) * f   # ...and at its method form's CALL
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="3.11 has no LOAD_SUPER_ATTR: there the super object "
+                    "is the operand of a LOAD_ATTR, and a super object is not handed over a break")
+def test_break_exactly_at_a_super_attribute():
+    m = LoudChild()
+    check_calls(lambda x: m(x), _x, min_graphs=2)
+
+
+# A module whose ``super`` is not the builtin: the zero-argument form calls it
+# with no arguments (3.11-3.12 CALL 0; 3.12+ LOAD_SUPER_ATTR without its
+# two-argument bit), so generated code must not pass it the class and object.
+_SHADOWED_SOURCE = '''
+import builtins
+import torch
+import armature
+
+calls = []
+
+class Base(torch.nn.Module):
+    def scale(self, x):
+        return x * 2
+
+class Child(Base):
+    def forward(self, x):
+        armature.graph_break()
+        y = super().scale(x)
+        s = super()
+        w = s.scale(x)
+        del s                      # (a super object does not survive a break)
+        armature.graph_break()
+        return y + w + super().scale(x)
+
+child = Child()
+
+def super():
+    calls.append("shadow")
+    return builtins.super(Child, child)
+'''
+
+
+def _shadowed_super_module():
+    ns = {"__name__": "shadowed_super_module"}
+    exec(compile(_SHADOWED_SOURCE, "<shadowed super>", "exec"), ns)
+    return ns
+
+
+def test_zero_argument_super_when_super_is_shadowed():
+    ns = _shadowed_super_module()
+    m = ns["child"]
+    eager, compiled, _ = check_calls(lambda x: m(x), _x, min_graphs=2)
+    assert ns["calls"] and len(ns["calls"]) % 3 == 0   # eager and compiled: 3 per call, with no arguments
+
+
+def returns_constants_after_break(x):
+    x.add_(1)
+    armature.graph_break()
+    if x.sum() > 100:
+        return None                   # 3.12+: RETURN_CONST
+    x.mul_(2)
+    return 7
+
+
+def test_return_const_after_a_break():
+    check_calls(returns_constants_after_break, _x)
+
+
+class Positive:
+    """``+p`` is CALL_INTRINSIC_1 (UNARY_POSITIVE) on 3.12+; it breaks."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __pos__(self):
+        print("pos")
+        return self.t + 1
+
+
+def intrinsics_across_breaks(x):
+    a = [x, x + 1]
+    armature.graph_break()
+    both = (*a, *[x * 2])            # 3.12+: CALL_INTRINSIC_1 (LIST_TO_TUPLE)
+    p = +Positive(x)                 # 3.12+: a break at CALL_INTRINSIC_1
+    return both, p, +x
+
+
+def test_call_intrinsic_1_across_breaks():
+    check_calls(intrinsics_across_breaks, _x, min_graphs=2)
+
+
+def comprehension_of_unbound_variable(x):
+    # (3.12+: LOAD_FAST_AND_CLEAR saves the unbound k as a NULL on the stack
+    # across the break inside the comprehension, and restores it unbound)
+    z = x * 2
+    ys = [z * k + (armature.graph_break() or 0) for k in range(3)]
+    try:
+        return ys, k  # noqa: F821
+    except NameError:
+        return ys, "unbound"
+
+
+def test_comprehension_over_an_unbound_variable_breaks_inside():
+    check_calls(comprehension_of_unbound_variable, _x)

@@ -17,6 +17,8 @@ import types
 
 import torch
 
+from armature import torch_compat
+
 from helpers import USING_TORCH, CountingBackend, compile_fn, reset
 
 _SCALARS = (int, float, bool, str, bytes, complex, type(None), torch.dtype, torch.device)
@@ -132,13 +134,34 @@ def oracle_graphs(fn, make_inputs, calls=2, fullgraph=False):
     return counter.frame_count
 
 
+#: cases that torch.compile before 2.13 (``torch_compat.OLD_ORACLE``; seen
+#: with torch 2.11 on CPython 3.12) does not compile whole where 2.13+ and
+#: armature do: it breaks the graph (ids of objects made in the frame: 3 and
+#: 6 graphs), skips the frame (namedtuple defaults, an id()-deduplicating
+#: set: 0 graphs) or fails fullgraph (a nested function's attributes or a
+#: nested function as a dict key, attributes of a tuple subclass).  On such a
+#: torch the case is checked against eager, and ``fullgraph=True``, alone.
+OLD_ORACLE_DIFFERS = frozenset({"nested_function_setattr", "id_dict_keys", "id_of_closure_objects",
+                                "id_seen_dedupe", "nested_function_keys", "namedtuple_defaults",
+                                "tuple_subclass"})
+
+
 def check_against_oracle(fn, make_inputs, calls=2, fullgraph_ok=True, fewer_than_oracle=None):
     """The differential check, then graph counts equal to torch.compile's;
     with ``fullgraph_ok``, torch.compile's fullgraph succeeds and so must
     ours (``fullgraph=True``).  ``fewer_than_oracle=(ours, why)`` states a
     case where armature captures ``ours`` graphs and torch.compile more (it
     recompiles where armature does not): the oracle's count is still
-    measured and must be larger."""
+    measured and must be larger.  Cases in ``OLD_ORACLE_DIFFERS`` on an old
+    torch skip the oracle (above)."""
+    if torch_compat.OLD_ORACLE and fn.__name__ in OLD_ORACLE_DIFFERS:
+        reset()
+        check_identity(fn, make_inputs, calls)
+        if fullgraph_ok:
+            reset()
+            check_identity(fn, make_inputs, calls, fullgraph=True)
+        reset()
+        return
     expected = oracle_graphs(fn, make_inputs, calls)
     reset()
     counter = check_identity(fn, make_inputs, calls)

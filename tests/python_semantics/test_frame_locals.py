@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import armature
+from armature import torch_compat
 from graph_breaks.util import FALLBACK_LOGGER, collect_log
 from helpers import CountingBackend, assert_equal, dynamo_graph_count
 
@@ -306,8 +307,18 @@ def test_resume_run_natively(fn):
                                 with_cells], ids=lambda f: f.__name__)
 def test_graph_count_matches_torch_compile(fn):
     counter, _ = _run(fn, lambda: (X.clone(),), calls=1)
-    oracle = dynamo_graph_count(fn, X.clone())
-    if fn is vars_and_dir:
+    try:
+        oracle = dynamo_graph_count(fn, X.clone())
+    except KeyError:
+        # torch.compile before 2.13 gets locals() wrong in the rest of the
+        # frame after its own break (seen with 2.11 on CPython 3.12): no oracle
+        if not torch_compat.OLD_ORACLE:
+            raise
+        pytest.skip("torch.compile of this torch raises KeyError on locals() after its break")
+    if fn is with_cells and torch_compat.OLD_ORACLE:
+        # (that torch compiles the rest after the break too, as armature does)
+        assert (counter.frame_count, oracle) == (2, 2)
+    elif fn is vars_and_dir:
         # torch.compile breaks at dir() (2 graphs with 3.11) or runs the frame
         # as Python (3.13); armature traces it
         assert counter.frame_count == 1 and oracle != 1

@@ -17,6 +17,8 @@ import pytest
 import torch
 import torch.nn as nn
 
+from armature import torch_compat
+
 from helpers import USING_TORCH, armature_only
 from python_semantics.identity_support import check_against_oracle, check_identity
 
@@ -330,7 +332,7 @@ CASES = [
     (tensor_keys_comprehension, two),
     # (torch 2.15's Dynamo cannot compare the tuples (x, y) == (y, x) in one
     # graph, "list_richcompare_nonconst": no fullgraph oracle there)
-    (tuple_of_tensors_key, two, torch.__version__ < "2.15"),
+    (tuple_of_tensors_key, two, torch_compat.ORACLE_COMPARES_TENSOR_TUPLES),
     (module_and_param_keys, with_linear),
     (param_keyed_state, with_linear),
     (function_keys, two),

@@ -22,6 +22,7 @@ from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
 from .spelling import SPELLING
+from . import zero_arg_super
 
 
 class BreakNotPossible(Exception):
@@ -46,6 +47,7 @@ _STACK_EFFECT = {
     "LOAD_GLOBAL": lambda a: (0, 1 + (a & 1)),
     # 3.12+
     "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0), "CALL_INTRINSIC_1": (1, 1),
+    "LOAD_SUPER_ATTR": (3, 1),   # (its method form: as LOAD_ATTR's, below)
     # 3.13
     "CALL_KW": lambda a: (a + 3, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1),
     "CONVERT_VALUE": (1, 1), "TO_BOOL": (1, 1),
@@ -382,6 +384,8 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     def tail_call(target_offset: int, slots: list, slot_kinds: list, lasti_of: int | None = None,
                   result_slot: int | None = None) -> None:
         if to_orig is not None:
+            if target_offset not in to_orig:   # (between instructions a resume function added)
+                raise BreakNotPossible("the break is inside instructions armature generated")
             target_offset = to_orig[target_offset]
         target_offset = _through_jumps(base_code, target_offset)
         from .resume import ResumeNotPossible
@@ -470,10 +474,27 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         return
     if name in ("CALL", "CALL_KW"):
         SPELLING.native_call_prefix(out, inst, frame.kw_names)
-    if name in ("LOAD_GLOBAL", "LOAD_ATTR") and isinstance(_native_arg(inst, {}), tuple) and inst.arg & 1:
+    if name == "LOAD_SUPER_ATTR":
+        # This frame is not the user's: super always gets its class and
+        # object from the stack (the two-argument bit), a shadowing super
+        # (zero-argument form) being wrapped to drop them (zero_arg_super.py).
+        # The method form loads the plain attribute; its NULL is a marker.
+        if not inst.arg & 2:
+            for ins in zero_arg_super.adapt_below_two():
+                out.native(ins.name, ins.arg)
+        out.native(name, (False, True, inst.argval))
+        if not inst.arg & 1:
+            end_try()
+            hand_off(next_offset, 1)
+            emit_handler()
+            return
+    method_null = name == "LOAD_SUPER_ATTR" or (
+        name in ("LOAD_GLOBAL", "LOAD_ATTR") and isinstance(_native_arg(inst, {}), tuple) and inst.arg & 1)
+    if method_null and name != "LOAD_SUPER_ATTR":
+        out.native(name, (False, inst.argval))
+    if method_null:
         # push the NULL of a method call as a marker in the saved stack
         # rather than for real (below or above the value, as the version has it)
-        out.native(name, (False, inst.argval))
         end_try()
         if SPELLING.null_above_callable:
             hand_off(next_offset, 1, null_above=True)

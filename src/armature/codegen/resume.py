@@ -24,6 +24,7 @@ from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 from ..trace.frame import instructions_of
 from .names import cell_arg, generated_prefix, stack_arg
 from .spelling import SPELLING
+from . import zero_arg_super
 
 #: kinds of saved stack slots: an ordinary value, a NULL, and the previous
 #: exception PUSH_EXC_INFO saved (passed as the exception being handled)
@@ -78,13 +79,17 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     for i, item in enumerate(items):
         if isinstance(item, Instr):
             if i in supers:
-                new = [item] + _super_arguments(code, local_names, item, prefix)
+                # super(__class__, first), with a shadowing super called bare
+                prefix_call = [Instr(n, a, location=item.location) for n, a in SPELLING.super_call_tail[:-1]]
+                new = (zero_arg_super.adapted_global(prefix_call, SPELLING.null_above_callable, item.location)
+                       + _super_arguments(code, local_names, item, prefix))
             elif any(i - k in supers for k in range(1, len(SPELLING.super_call_tail) + 1)):
                 new = [Instr(item.name, 2, location=item.location)]   # (PRECALL 0 /) CALL 0 -> 2
             elif item.name == "LOAD_SUPER_ATTR" and not item.arg[1]:
                 # 3.12+ zero-argument super().name: its class and first
                 # argument are already on the stack; call super with them
-                new = [Instr(item.name, (item.arg[0], True, item.arg[2]), location=item.location)]
+                new = zero_arg_super.adapt_below_two(item.location) + [
+                    Instr(item.name, (item.arg[0], True, item.arg[2]), location=item.location)]
             elif item.name == "LOAD_GLOBAL" and item.arg[1] in FRAME_LOOKERS:
                 new = _resolved_global(item)
                 extra_depth = 2

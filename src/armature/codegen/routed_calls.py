@@ -17,9 +17,9 @@ the calling frame, which must stay the user's.  Everything else is left as it
 is, so a site the walk cannot read simply runs natively.
 
 Both stack layouts of a call are handled: 3.11's ``[NULL|method,
-callable|self, args...]`` with ``PRECALL``/``CALL`` and ``KW_NAMES``, and
-3.13's ``[callable, NULL|self, args...]`` with ``CALL``/``CALL_KW``.  A method
-load (3.11 ``LOAD_METHOD``, 3.13 ``LOAD_ATTR`` with the method bit) feeding a
+callable|self, args...]`` with ``PRECALL``/``CALL`` and ``KW_NAMES`` (3.12:
+the same without ``PRECALL``), and 3.13's ``[callable, NULL|self, args...]`` with ``CALL``/``CALL_KW``.  A method
+load (3.11 ``LOAD_METHOD``, 3.12+ ``LOAD_ATTR`` with the method bit) feeding a
 rewritten site becomes a plain attribute load plus ``PUSH_NULL``: the router
 receives the bound method.
 """
@@ -190,16 +190,16 @@ def _i(name, arg=None, like: Instr | None = None) -> Instr:
 
 def route_calls(code: types.CodeType, router, router_kw) -> types.CodeType:
     """``code`` with its routable call sites calling ``router(f, args)`` or
-    ``router_kw(f, args, kwnames)`` (3.11) / ``router_kw(f, args_then_kwnames)``
+    ``router_kw(f, args, kwnames)`` (3.11, 3.12) / ``router_kw(f, args_then_kwnames)``
     (3.13) instead of ``f(*args, **kw)``."""
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     items = list(bc)
     if VERSION >= (3, 13):
         rewritten = _rewrite_313(items, router, router_kw)
-    elif VERSION == (3, 11):
-        rewritten = _rewrite_311(items, router, router_kw)
+    elif VERSION == (3, 12):
+        rewritten = _rewrite_312(items, router, router_kw)
     else:
-        raise NotImplementedError(f"call routing on Python {VERSION}")
+        rewritten = _rewrite_311(items, router, router_kw)
     if rewritten == 0:
         return code
     bc.clear()
@@ -209,19 +209,42 @@ def route_calls(code: types.CodeType, router, router_kw) -> types.CodeType:
 
 def _rewrite_311(items: list, router, router_kw) -> int:
     """[NULL|meth, callable|self, a1..an] KW_NAMES? PRECALL n CALL n."""
+    return _rewrite_null_below(items, router, router_kw, precall=True)
+
+
+def _rewrite_312(items: list, router, router_kw) -> int:
+    """[NULL|meth, callable|self, a1..an] KW_NAMES? CALL n: 3.11's layout
+    without PRECALL; a method load is LOAD_ATTR with the method bit."""
+    return _rewrite_null_below(items, router, router_kw, precall=False)
+
+
+def _is_method_load(instr: Instr) -> bool:
+    """3.11's LOAD_METHOD or 3.12's LOAD_ATTR with the method bit: pushes
+    [meth, self] (or [NULL, bound])."""
+    if instr.name == "LOAD_METHOD":
+        return True
+    return instr.name == "LOAD_ATTR" and isinstance(instr.arg, tuple) and bool(instr.arg[0])
+
+
+def _rewrite_null_below(items: list, router, router_kw, precall: bool) -> int:
+    """The 3.11/3.12 layout, the NULL (or the method) below the callable;
+    ``precall``: a PRECALL n precedes each CALL n (3.11)."""
     count = 0
     i = 0
     while i < len(items):
         it = items[i]
-        if not (isinstance(it, Instr) and it.name == "PRECALL"):
+        if not (isinstance(it, Instr) and it.name == ("PRECALL" if precall else "CALL")):
             i += 1
             continue
         n = it.arg
         sources = _jump_sources(items)
-        call_at = _next_instr(items, i)
-        if call_at is None or items[call_at].name != "CALL" or items[call_at].arg != n:
-            i += 1
-            continue
+        if precall:
+            call_at = _next_instr(items, i)
+            if call_at is None or items[call_at].name != "CALL" or items[call_at].arg != n:
+                i += 1
+                continue
+        else:
+            call_at = i
         kw_at = _prev_instr(items, i)
         kwnames = items[kw_at].arg if kw_at is not None and items[kw_at].name == "KW_NAMES" else None
         start = kw_at if kwnames is not None else i
@@ -231,9 +254,11 @@ def _rewrite_311(items: list, router, router_kw) -> int:
             continue
         at, which = found
         pusher = items[at]
-        if pusher.name == "LOAD_METHOD":
+        if _is_method_load(pusher):
             # [meth, self] -> [NULL, bound method]
-            items[at:at + 1] = [_i("LOAD_ATTR", pusher.arg, pusher), _i("PUSH_NULL", like=pusher),
+            name = pusher.arg[1] if isinstance(pusher.arg, tuple) else pusher.arg
+            plain = (False, name) if not precall else name
+            items[at:at + 1] = [_i("LOAD_ATTR", plain, pusher), _i("PUSH_NULL", like=pusher),
                                 _i("SWAP", 2, pusher)]
             shift = 2
         elif pusher.name == "LOAD_GLOBAL" and isinstance(pusher.arg, tuple) and pusher.arg[0]:
@@ -253,7 +278,9 @@ def _rewrite_311(items: list, router, router_kw) -> int:
         if kwnames is not None:
             tail.append(_i("LOAD_CONST", kwnames, call))
         argc = 2 if kwnames is None else 3
-        tail += [_i("PRECALL", argc, call), _i("CALL", argc, call)]
+        if precall:
+            tail.append(_i("PRECALL", argc, call))
+        tail.append(_i("CALL", argc, call))
         items[start:call_at + 1] = tail
         count += 1
         i = start + len(tail)

@@ -365,9 +365,11 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
 
 def _compile_graph(gm, graph, backend):
     from torch._guards import TracingContext, tracing
+
+    from .. import torch_compat
     example_inputs = graph.example_inputs()
     try:
-        with tracing(TracingContext(graph.fake_mode)):
+        with tracing(TracingContext(graph.fake_mode)), torch_compat.backend_compile_state():
             compiled = backend(gm, example_inputs)
     except Exception as e:
         raise BackendCompilerFailed(

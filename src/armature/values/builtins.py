@@ -184,6 +184,34 @@ def _resolve_frame_looker(tx, obj):
     return BuiltinValue(stand_in)
 
 
+from ..codegen import zero_arg_super as _zero_arg_super  # noqa: E402
+
+
+class _BareSuperCall(Value):
+    """A shadowing ``super`` as generated code's zero-argument ``super()``
+    calls it (codegen/zero_arg_super.py): with no arguments."""
+
+    def __init__(self, fn: Value):
+        super().__init__()
+        self.fn = fn
+
+    def call(self, tx, args, kwargs):
+        return self.fn.call(tx, [], {})
+
+    def reconstruct(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(_zero_arg_super.adapt)
+        out.reconstruct(self.fn)
+        out.call(1)
+
+
+@rule(_zero_arg_super.adapt)
+def _adapt_zero_arg_super(tx, global_super):
+    if global_super.is_python_constant() and global_super.as_python_constant() is super:
+        return global_super
+    return _BareSuperCall(global_super)
+
+
 @rule(dir, _frame_view.frame_dir)
 def _dir(tx, *args):
     if not args:

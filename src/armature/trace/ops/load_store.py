@@ -216,11 +216,17 @@ def load_attr_312(f, inst):
 @opcode("LOAD_SUPER_ATTR", since=(3, 12))
 def load_super_attr(f, inst):
     """``super().name`` (zero-argument: the compiler loads ``__class__`` and
-    the first argument itself) and ``super(C, obj).name``."""
+    the first argument itself) and ``super(C, obj).name``.  Without the
+    two-argument bit CPython calls a ``super`` that is not the builtin (a
+    module's own ``super``) with no arguments at all."""
     self_v = f.pop()
     cls_v = f.pop()
     super_v = f.pop()
-    sup = super_v.call(f, [cls_v, self_v], {})
+    builtin = super_v.is_python_constant() and super_v.as_python_constant() is builtins.super
+    if inst.arg & 2 or builtin:
+        sup = super_v.call(f, [cls_v, self_v], {})
+    else:
+        sup = super_v.call(f, [], {})
     push_method(f, inst, sup.getattr(f, inst.argval))
 
 
