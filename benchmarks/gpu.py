@@ -254,7 +254,14 @@ def rel_error(got: list[torch.Tensor], ref: list[torch.Tensor]) -> float:
 
 
 def tolerance(w: Workload) -> float:
-    return 3e-2 if w.dtype in (torch.bfloat16, torch.float16) else 1e-3
+    """Worst error per tensor, relative to the tensor's largest value.  A
+    bf16 training step compares every gradient after a backward through the
+    whole model: on an H200 both compilers' gradients differed from eager's
+    by 3.2e-02 (the same for both: reassociated bf16 sums), so training
+    gets a wider bound than inference."""
+    if w.dtype in (torch.bfloat16, torch.float16):
+        return 6e-2 if w.train else 3e-2
+    return 1e-3
 
 
 def count_launches(fn: Callable, device: str, calls: int) -> dict | None:

@@ -39,13 +39,17 @@ PYEOF
 echo "=== GPU tests" | tee "$OUT/tests.txt"
 if $PY -c "import pytest" 2>/dev/null; then
   timeout "${TEST_TIMEOUT:-180}" $PY -m pytest -q -rs -p no:cacheprovider \
-      tests/test_gpu.py tests/test_cudagraphs.py tests/test_matmul_precision_guards.py 2>&1 \
-      | tail -60 | tee -a "$OUT/tests.txt"
+      tests/test_gpu.py tests/test_cudagraphs.py tests/test_matmul_precision_guards.py \
+      tests/test_ambient_autocast.py tests/test_cuda_queries.py >>"$OUT/tests.txt" 2>&1
+  rc=$?
+  grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/tests.txt" | tail -30
 else
   echo "(pytest not installed: tests/test_gpu.py's own runner)" | tee -a "$OUT/tests.txt"
-  timeout "${TEST_TIMEOUT:-180}" $PY tests/test_gpu.py 2>&1 | tail -60 | tee -a "$OUT/tests.txt"
+  timeout "${TEST_TIMEOUT:-180}" $PY tests/test_gpu.py >>"$OUT/tests.txt" 2>&1
+  rc=$?
+  tail -30 "$OUT/tests.txt"
 fi
-echo "tests exit: ${PIPESTATUS[0]}" | tee -a "$OUT/tests.txt"
+echo "tests exit: $rc" | tee -a "$OUT/tests.txt"
 
 echo "=== benchmark" | tee "$OUT/bench.txt"
 ARMATURE_LOGS=${ARMATURE_LOGS:-perf} timeout "${BENCH_TIMEOUT:-330}" $PY benchmarks/gpu.py --quick --out "$OUT" --budget-s "${BUDGET_S:-120}" "$@" 2>&1 \

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ..config import Config
+from ..guards.ambient_autocast import ambient_autocast_guard
 from ..guards.guard import Guard, Kind
 
 
@@ -155,6 +156,7 @@ class TraceContext:
                               label=f"inference mode is {'enabled' if on else 'disabled'}"))
         from ..values.torch_function import state as torch_function_state
         self.guards.add(torch_function_mode_guard(torch_function_state(self).entry_depth))
+        self.guards.add(ambient_autocast_guard())
         dd = torch.get_default_dtype()
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___default_dtype() is ___dd",
                               consts={"___default_dtype": torch.get_default_dtype, "___dd": dd},

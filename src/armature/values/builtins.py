@@ -719,9 +719,11 @@ def _signature(tx, obj, *args, **kwargs):
     return ConstantValue(sig)
 
 
+from . import cuda_queries as _cuda_queries  # noqa: E402
 from . import state_queries as _state_queries  # noqa: E402
 from . import strings as _strings  # noqa: E402
 
 _strings.register(RULES)
 
 _state_queries.register(RULES)
+_cuda_queries.register(RULES)
