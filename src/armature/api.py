@@ -218,6 +218,8 @@ class CompiledModule(torch.nn.Module):
         d["_armature_fullgraph"] = fullgraph
         d["_armature_dynamic"] = dynamic
         d["_armature_forwards"] = {}
+        from .runtime.distributed import is_ddp, runner_for
+        d["_armature_ddp"] = runner_for(backend, fullgraph, dynamic) if is_ddp(mod) else None
 
     def _compiled_call(self) -> CompiledFunction:
         cf = self._armature_forwards.get("call")
@@ -233,9 +235,13 @@ class CompiledModule(torch.nn.Module):
         # and guarded, so hooks added after compiling invalidate the entry.
         if self._forward_hooks or self._forward_pre_hooks:  # hooks on the wrapper itself
             return torch.nn.Module.__call__(self, *args, **kwargs)
+        if self._armature_ddp is not None:   # DDP's machinery eager, its module compiled
+            return self._armature_ddp(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
+        if self._armature_ddp is not None:
+            return self._armature_ddp(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def train(self, mode: bool = True):

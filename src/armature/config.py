@@ -44,6 +44,13 @@ class Config:
     #: ``unique``) stay in the graph with unbacked sizes (on with fullgraph=True).
     capture_dynamic_output_shape_ops: bool = False
 
+    #: a graph compiled inside a DistributedDataParallel forward is split at
+    #: DDP's gradient-bucket boundaries (torch's DDPOptimizer, as
+    #: torch._dynamo.config.optimize_ddp), so each bucket's all-reduce starts
+    #: while the rest of the backward runs; off: one graph, all gradients
+    #: ready at its end (same results, no overlap).  backends/ddp_split.py
+    optimize_ddp: bool = True
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 

@@ -164,6 +164,20 @@ class _Wrapped(Value):
         out.call(2)
 
 
+def _ddp_callee(tx, value: Value, backend) -> Value:
+    """A DistributedDataParallel module called natively at the break runs
+    with the module it wraps compiled (runtime/distributed.py)."""
+    from ..runtime.distributed import is_ddp, runner_for
+    from ..values.base import LazyValue
+    from ..values.modules import ModuleValue
+    if type(value) is LazyValue and is_ddp(value.obj):
+        value = value.realize(tx.ctx)    # (guards it: the routing below assumes a DDP module)
+    if isinstance(value, ModuleValue) and value.source is not None:
+        if is_ddp(value.mod):
+            return _Wrapped(runner_for(backend, False, tx.ctx.policy.mode), value)
+    return value
+
+
 def _compiled_callee(tx, value: Value, backend) -> Value:
     from ..runtime.wrappers import compiled_wrapper_for
     from ..values.functions import BoundMethodValue, UserFunctionValue
@@ -284,6 +298,11 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     code = frame.code
     stack = list(frame.stack)
     builds_module = _constructs_module(inst, stack)
+    if inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
+        pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
+        if inst.opname != "CALL_FUNCTION_EX":
+            pos = SPELLING.callee_is_first(stack, pos, NULL)
+        stack[pos] = _ddp_callee(frame, stack[pos], backend)
     if inst.opname in ("CALL", "CALL_KW") and from_callee:
         pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
         pos = SPELLING.callee_is_first(stack, pos, NULL)
