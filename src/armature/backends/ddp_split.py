@@ -43,13 +43,38 @@ def split_backend(backend: Callable, sources: list, optimize_ddp: bool) -> Calla
     def compile_split(gm, example_inputs: list[Any]):
         from torch._dynamo.backends.distributed import DDPOptimizer
         annotate(gm, sources)
-        optimizer = DDPOptimizer(bucket_bytes_cap=ddp.bucket_bytes_cap, backend_compile_fn=backend)
+        import torch.distributed as dist
+        # (DDP's first bucket is at most its bucket cap; DDPOptimizer asserts it)
+        first = min(dist._DEFAULT_FIRST_BUCKET_BYTES, ddp.bucket_bytes_cap)
+        optimizer = DDPOptimizer(bucket_bytes_cap=ddp.bucket_bytes_cap, backend_compile_fn=_noting_aot(backend),
+                                 first_bucket_cap=first)
         compiled = optimizer.compile_fn(gm, example_inputs)
         compile_split.buckets = len(optimizer.buckets)
         return compiled
 
     compile_split.__name__ = f"ddp_split({getattr(backend, '__name__', backend)})"
     return compile_split
+
+
+def _noting_aot(backend: Callable) -> Callable:
+    """``backend`` for one piece, telling DDPOptimizer when it ran AOT
+    autograd: DDPOptimizer keeps one forward-metadata record per piece for
+    the lazily compiled backwards, but learns that a piece went through AOT
+    autograd from torch._dynamo's counter, which only torch's own backend
+    wrappers bump.  AOT autograd leaves its metadata on the TracingContext:
+    a new record there means it ran."""
+
+    def piece(gm, example_inputs):
+        from torch._dynamo.utils import counters
+        from torch._guards import TracingContext
+        tc = TracingContext.try_get()
+        before = tc.fw_metadata if tc is not None else None
+        compiled = backend(gm, example_inputs)
+        if tc is not None and tc.fw_metadata is not before:
+            counters["aot_autograd"]["total"] += 1
+        return compiled
+
+    return piece
 
 
 def annotate(gm, sources: list) -> None:

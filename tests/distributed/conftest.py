@@ -1,0 +1,17 @@
+"""Multi-process tests: each test module runs its scenarios once, in one
+pair of processes (launch.py), and its tests read the results."""
+import os
+import sys
+
+import pytest
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+if not dist.is_available() or not dist.is_gloo_available():   # pragma: no cover
+    pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
+
+from helpers import USING_TORCH  # noqa: E402
+
+if USING_TORCH:
+    pytest.skip("the distributed tests compare armature with torch.compile themselves", allow_module_level=True)
