@@ -26,6 +26,7 @@ CompiledModule it was given: nothing to do but the split).
 """
 from __future__ import annotations
 
+import types
 import weakref
 
 
@@ -38,55 +39,128 @@ def ddp_class():
     return DistributedDataParallel
 
 
+def _fsdp_classes() -> tuple:
+    """(FSDPModule, FullyShardedDataParallel): FSDP2's mixin (fully_shard
+    makes each sharded module's class a subclass of it) and FSDP1's wrapper;
+    () where torch.distributed is not built."""
+    global _FSDP
+    if _FSDP is None:
+        try:
+            from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+            _FSDP = (FSDPModule, FullyShardedDataParallel)
+        except ImportError:   # pragma: no cover
+            _FSDP = ()
+    return _FSDP
+
+
+_FSDP = None
+
+
 def is_ddp(mod) -> bool:
     cls = ddp_class()
     return cls is not None and isinstance(mod, cls)
 
 
-class DDPRunner:
-    """Calls DDP modules with their wrapped module compiled for one backend
-    (and fullgraph / dynamic setting); one per setting, the compiled inner
-    modules kept per wrapped module (weakly)."""
+def kind_of(mod) -> str | None:
+    """"ddp" / "fsdp1" (a wrapper whose wrapped module is compiled), "fsdp2"
+    (a fully_shard'ed module: its FSDP hooks run eagerly, its forward is
+    compiled), or None for any other module."""
+    if is_ddp(mod):
+        return "ddp"
+    fsdp = _fsdp_classes()
+    if fsdp:
+        if isinstance(mod, fsdp[1]):
+            return "fsdp1"
+        if isinstance(mod, fsdp[0]):
+            return "fsdp2"
+    return None
+
+
+#: the attribute under which a wrapper keeps the module it wraps
+_WRAPPED = {"ddp": "module", "fsdp1": "_fsdp_wrapped_module"}
+
+
+class DistributedRunner:
+    """Calls DDP, FSDP1 and FSDP2 modules with their math compiled for one
+    backend (and fullgraph / dynamic setting); one per setting.
+
+    The compiled code is generic over module instances
+    (``module_parameters="inputs"``) under FSDP, as torch.compile treats
+    FSDP-managed modules: FSDP swaps the parameter objects of the modules it
+    manages (sharded and unsharded) around every forward, so their
+    parameters are graph inputs guarded by type and metadata, and the blocks
+    of a model of one class share one graph.  Under DDP the parameters stay
+    as they are, and so does ``config.module_parameters``."""
 
     def __init__(self, backend, fullgraph: bool = False, dynamic=None):
         self.backend, self.fullgraph, self.dynamic = backend, fullgraph, dynamic
         self._inner: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def compiled_inner(self, inner):
+    def compiled_inner(self, inner, kind: str):
         from ..api import CompiledModule
-        if type(inner) is CompiledModule:
+        if isinstance(inner, CompiledModule):
             return inner     # DDP(armature.compile(m)) compiled again from outside
         c = self._inner.get(inner)
         if c is None:
             c = self._inner[inner] = CompiledModule(inner, self.backend, self.fullgraph, self.dynamic)
+            if kind != "ddp":
+                c.__dict__["_armature_module_parameters"] = "inputs"
         return c
 
-    def __call__(self, ddp, *args, **kwargs):
-        return ddp_call(ddp, self.compiled_inner(ddp._modules["module"]), args, kwargs)
+    def compiled_forward(self, mod):
+        from ..api import CompiledFunction
+        fwd = type(mod).forward
+        cf = self._inner.get(fwd)
+        if cf is None:
+            cf = CompiledFunction(fwd, self.backend, self.fullgraph, dynamic=self.dynamic)
+            cf._module_parameters = "inputs"
+            self._inner[fwd] = cf
+        return types.MethodType(cf, mod)
+
+    def __call__(self, mod, *args, **kwargs):
+        kind = kind_of(mod)
+        if kind in _WRAPPED:
+            name = _WRAPPED[kind]
+            return wrapper_call(mod, name, self.compiled_inner(mod._modules[name], kind), args, kwargs)
+        if kind == "fsdp2" and "forward" not in mod.__dict__ and isinstance(type(mod).forward, types.FunctionType):
+            return forward_call(mod, self.compiled_forward(mod), args, kwargs)
+        return mod(*args, **kwargs)
 
 
-def ddp_call(ddp, compiled_inner, args, kwargs):
-    """``ddp(*args, **kwargs)`` with ``compiled_inner`` standing in for the
-    wrapped module during the call."""
-    modules = ddp._modules
-    original = modules["module"]
+def wrapper_call(wrapper, name: str, compiled_inner, args, kwargs):
+    """``wrapper(*args, **kwargs)`` with ``compiled_inner`` standing in for
+    the wrapped module (``wrapper._modules[name]``) during the call."""
+    modules = wrapper._modules
+    original = modules[name]
     if compiled_inner is original:
-        return ddp(*args, **kwargs)
-    modules["module"] = compiled_inner
+        return wrapper(*args, **kwargs)
+    modules[name] = compiled_inner
     try:
-        return ddp(*args, **kwargs)
+        return wrapper(*args, **kwargs)
     finally:
-        modules["module"] = original
+        modules[name] = original
+
+
+def forward_call(mod, compiled_forward, args, kwargs):
+    """``mod(*args, **kwargs)``: nn.Module.__call__ runs natively (FSDP2's
+    hooks: all-gather before, reshard after, backward hooks) and calls the
+    compiled forward, set on the instance for the duration of the call."""
+    d = mod.__dict__
+    d["forward"] = compiled_forward
+    try:
+        return mod(*args, **kwargs)
+    finally:
+        d.pop("forward", None)
 
 
 _RUNNERS: dict = {}
 
 
-def runner_for(backend, fullgraph: bool = False, dynamic=None) -> DDPRunner:
+def runner_for(backend, fullgraph: bool = False, dynamic=None) -> DistributedRunner:
     key = (backend, fullgraph, dynamic)
     r = _RUNNERS.get(key)
     if r is None:
-        r = _RUNNERS[key] = DDPRunner(backend, fullgraph, dynamic)
+        r = _RUNNERS[key] = DistributedRunner(backend, fullgraph, dynamic)
     return r
 
 

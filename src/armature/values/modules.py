@@ -396,12 +396,13 @@ class ModuleValue(Value):
         """``nn.Module.__call__``: forward pre-hooks, forward, forward hooks,
         in the order and with the result rules of ``Module._call_impl``."""
         mod = self.mod
-        from ..runtime.distributed import is_ddp
-        if is_ddp(mod):
+        from ..runtime.distributed import kind_of
+        kind = kind_of(mod)
+        if kind is not None:
             raise Unsupported(
-                "DistributedDataParallel's forward runs as Python (its collectives and hooks as eagerly); "
-                "the module it wraps is compiled",
-                hint="a call of a DDP module is a graph break by design, as under torch.compile")
+                f"{type(mod).__name__} is a {kind.upper()} module: its hooks and collectives run as Python, "
+                "as eagerly; its math is compiled on its own",
+                hint="a call of a DDP or FSDP module is a graph break by design, as under torch.compile")
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
             if isinstance(call, types.FunctionType):
