@@ -15,3 +15,17 @@ from helpers import USING_TORCH  # noqa: E402
 
 if USING_TORCH:
     pytest.skip("the distributed tests compare armature with torch.compile themselves", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def run(request):
+    """One 2-rank run of every scenario the selected tests need (each test
+    module lists its scenarios in NAMES): process start-up and torch's
+    imports are paid once for the whole distributed test set."""
+    import launch
+    names = []
+    for item in request.session.items:
+        for n in getattr(item.module, "NAMES", ()):
+            if n not in names:
+                names.append(n)
+    return launch.run(names, timeout=420)

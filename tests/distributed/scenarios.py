@@ -26,6 +26,8 @@ class Counter:
 
     def __init__(self, inner="eager", torch_side=False):
         self.graphs = 0
+        #: the collective ops in the graphs (``_c10d_functional.all_reduce.default``...)
+        self.collectives: list[str] = []
         self.ops: list[int] = []
         if torch_side:
             self.inner = None if inner == "eager" else torch._dynamo.backends.registry.lookup_backend(inner)
@@ -34,6 +36,8 @@ class Counter:
 
     def __call__(self, gm, example_inputs):
         self.graphs += 1
+        self.collectives.extend(str(n.target) for n in gm.graph.nodes
+                                if n.op == "call_function" and "c10d_functional" in str(n.target))
         self.ops.append(sum(n.op == "call_function" or n.op == "call_method" or n.op == "call_module"
                             for n in gm.graph.nodes))
         return gm.forward if self.inner is None else self.inner(gm, example_inputs)

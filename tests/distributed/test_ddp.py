@@ -5,15 +5,10 @@ rank, and the graphs split at DDP's bucket boundaries as torch.compile's
 DDPOptimizer splits them."""
 import pytest
 
-import launch
 
 NAMES = ["ddp_outer", "ddp_inner", "ddp_lambda", "ddp_aot_eager", "ddp_no_split", "ddp_sequential",
          "ddp_no_sync", "ddp_find_unused", "ddp_static_graph", "ddp_buffers", "gpt_ddp"]
 
-
-@pytest.fixture(scope="module")
-def run():
-    return launch.run(NAMES, timeout=240)
 
 
 def _same_as_eager(results):

@@ -4,14 +4,9 @@ compile each block, then fully_shard) and FSDP1 (use_orig_params=True) on
 compiled; losses and parameters after 3 steps equal eager's."""
 import pytest
 
-import launch
 
 NAMES = ["fsdp2_whole", "fsdp2_per_block", "fsdp1"]
 
-
-@pytest.fixture(scope="module")
-def run():
-    return launch.run(NAMES, timeout=240)
 
 
 def _same_as_eager(results):

@@ -75,6 +75,9 @@ def wrap_special(ctx, obj: Any, source) -> Value | None:
     """The Value of a torch.distributed object, or None for anything else."""
     if not torch.distributed.is_available():
         return None
+    if obj is torch.distributed.ReduceOp:   # (its metaclass makes it unhashable)
+        _guard_id(ctx, source, obj)
+        return ReduceOpClassValue(source)
     try:
         handler = _tables().get(obj)
     except TypeError:   # unhashable
@@ -112,6 +115,27 @@ class GroupNamespaceValue(Value):
         if name != "WORLD":
             raise Unsupported(f"torch.distributed.group.{name} in compiled code")
         return ConstantValue(_default_group(tx))
+
+
+class ReduceOpClassValue(Value):
+    """``torch.distributed.ReduceOp``: its members (``ReduceOp.MAX``) are
+    constants (pybind enum values, fixed for the process)."""
+
+    _NAMES = ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR")
+
+    def python_type(self):
+        return type(torch.distributed.ReduceOp)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return torch.distributed.ReduceOp
+
+    def getattr(self, tx, name):
+        if name not in self._NAMES:
+            raise Unsupported(f"torch.distributed.ReduceOp.{name} in compiled code")
+        return ConstantValue(getattr(torch.distributed.ReduceOp, name))
 
 
 def _default_group(tx):
