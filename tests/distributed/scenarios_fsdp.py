@@ -105,3 +105,30 @@ def fsdp1():
     train(tm, tm.parameters, 1, lm_loss)
     return {"eager_losses": eager, "losses": losses, "graphs": c.graphs, "torch_graphs": tc.graphs,
             "param_diff": max_diff(ref.parameters(), model.parameters())}
+
+
+def _runner_guards() -> int:
+    """Guards of the entries compiled for FSDP-managed forwards."""
+    from armature.api import CompiledFunction
+    from armature.runtime import distributed
+    n = 0
+    for runner in distributed._RUNNERS.values():
+        for cf in list(runner._inner.values()):
+            if isinstance(cf, CompiledFunction):
+                n += sum(len(e.guards) for e in armature.cache_entries(cf))
+    return n
+
+
+@scenario
+def fsdp2_skip_guards():
+    """config.skip_fsdp_guards: fewer guards, same losses."""
+    out = {}
+    for skip in (False, True):
+        reset()
+        with armature.config.patch(skip_fsdp_guards=skip):
+            c = Counter()
+            model = armature.compile(_fsdp2(), backend=c)
+            out[f"losses_{skip}"] = train(model, model.parameters, 3, lm_loss, lr=0.1)
+            out[f"guards_{skip}"] = _runner_guards()
+            out[f"graphs_{skip}"] = c.graphs
+    return out

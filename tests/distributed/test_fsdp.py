@@ -5,7 +5,7 @@ compiled; losses and parameters after 3 steps equal eager's."""
 import pytest
 
 
-NAMES = ["fsdp2_whole", "fsdp2_per_block", "fsdp1"]
+NAMES = ["fsdp2_whole", "fsdp2_per_block", "fsdp1", "fsdp2_skip_guards"]
 
 
 
@@ -38,3 +38,12 @@ def test_fsdp1_use_orig_params(run):
     _same_as_eager(results)
     for r in results:
         assert 1 <= r["graphs"] <= 2 and r["torch_graphs"] >= 1, r
+
+
+def test_skip_fsdp_guards(run):
+    """The parameters' metadata checks go (one per parameter of a block), the
+    results stay."""
+    for r in run.scenario("fsdp2_skip_guards"):
+        assert r["losses_True"] == r["losses_False"], r
+        assert r["graphs_True"] == r["graphs_False"] == 1, r
+        assert r["guards_True"] < r["guards_False"], r

@@ -116,6 +116,10 @@ class ModuleValue(Value):
         src = ModuleMemberSource(self.source, name, table) if self.source is not None else None
         if src is not None and table != "_modules" and getattr(self.mod, "_armature_static", False):
             tx.ctx.policy.static_sources.add(src)   # armature.mark_static(module or its class)
+        if src is not None and table != "_modules" and tx.ctx.config.skip_fsdp_guards \
+                and getattr(self.mod, "_is_fsdp_managed_module", False) \
+                and tx.ctx.config.module_parameters == "inputs":
+            tx.ctx.guards.unguarded_tensors.add(src)   # (config.skip_fsdp_guards says what it risks)
         return wrap(tx.ctx, obj, src)
 
     def getattr(self, tx, name):
