@@ -26,6 +26,23 @@ class RunResult:
     def __init__(self, ranks: list[dict], outputs: list[str], hung: bool, codes: list):
         self.ranks, self.outputs, self.hung, self.codes = ranks, outputs, hung, codes
 
+    def save(self, path: str) -> None:
+        with open(path + ".tmp", "w") as f:
+            json.dump({"ranks": self.ranks, "outputs": self.outputs, "hung": self.hung, "codes": self.codes}, f)
+        os.replace(path + ".tmp", path)
+
+    @classmethod
+    def wait_for(cls, path: str, timeout: float) -> "RunResult":
+        """The results another process saves at ``path`` (bounded wait)."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no distributed results at {path} after {timeout} s")
+            time.sleep(0.5)
+        with open(path) as f:
+            d = json.load(f)
+        return cls(d["ranks"], d["outputs"], d["hung"], d["codes"])
+
     def scenario(self, name: str) -> list[dict]:
         """The results of one scenario on every rank (a failure on a rank is
         reported with its traceback and the rank's output)."""

@@ -26,34 +26,27 @@ CompiledModule it was given: nothing to do but the split).
 """
 from __future__ import annotations
 
+import sys
 import types
 import weakref
 
 
 def ddp_class():
-    """DistributedDataParallel, or None where torch.distributed is not built."""
-    try:
-        from torch.nn.parallel import DistributedDataParallel
-    except ImportError:   # pragma: no cover - torch built without distributed
-        return None
-    return DistributedDataParallel
+    """DistributedDataParallel, or None where it was never imported (then no
+    module is one; asking must not import torch.distributed's machinery)."""
+    mod = sys.modules.get("torch.nn.parallel.distributed")
+    return getattr(mod, "DistributedDataParallel", None)
 
 
 def _fsdp_classes() -> tuple:
     """(FSDPModule, FullyShardedDataParallel): FSDP2's mixin (fully_shard
     makes each sharded module's class a subclass of it) and FSDP1's wrapper;
-    () where torch.distributed is not built."""
-    global _FSDP
-    if _FSDP is None:
-        try:
-            from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
-            _FSDP = (FSDPModule, FullyShardedDataParallel)
-        except ImportError:   # pragma: no cover
-            _FSDP = ()
-    return _FSDP
-
-
-_FSDP = None
+    () while torch.distributed.fsdp is not imported."""
+    mod = sys.modules.get("torch.distributed.fsdp")
+    if mod is None:
+        return ()
+    return tuple(c for c in (getattr(mod, "FSDPModule", None), getattr(mod, "FullyShardedDataParallel", None))
+                 if c is not None)
 
 
 def is_ddp(mod) -> bool:
@@ -68,7 +61,7 @@ def kind_of(mod) -> str | None:
     if is_ddp(mod):
         return "ddp"
     fsdp = _fsdp_classes()
-    if fsdp:
+    if len(fsdp) == 2:
         if isinstance(mod, fsdp[1]):
             return "fsdp1"
         if isinstance(mod, fsdp[0]):

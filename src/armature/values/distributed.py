@@ -39,52 +39,68 @@ from ..guards.guard import Guard, Kind
 from .base import CallableConstantValue, Value, realize
 from .constant import ConstantValue
 
-_TABLES: dict | None = None
+#: id(function) -> (function, handler), per torch.distributed module already
+#: imported (user code can only hold functions of modules that are)
+_TABLES: dict[str, dict] = {}
+_CONSTANT_TYPES: tuple | None = None
 
 
-def _tables() -> dict:
-    global _TABLES
-    if _TABLES is None:
-        import torch.distributed as dist
-        import torch.distributed._functional_collectives as fc
-        _TABLES = {
-            fc.all_reduce: _all_reduce, fc.all_gather_tensor: _all_gather, fc.reduce_scatter_tensor: _reduce_scatter,
-            fc.broadcast: _broadcast, fc.wait_tensor: _wait,
-            dist.all_reduce: _all_reduce_inplace, dist.all_gather_into_tensor: _all_gather_inplace,
-            dist.reduce_scatter_tensor: _reduce_scatter_inplace, dist.broadcast: _broadcast_inplace,
-            **{f: h for f, h in ((getattr(fc, "all_gather_single", None), _all_gather),
-                                 (getattr(fc, "reduce_scatter_single", None), _reduce_scatter)) if f is not None},
-            dist.get_rank: _get_rank, dist.get_world_size: _get_world_size,
-            dist.is_initialized: _is_initialized, dist.is_available: _is_available,
-        }
-    return _TABLES
+def _tables() -> list[dict]:
+    import sys
+    out = []
+    for name in ("torch.distributed.distributed_c10d", "torch.distributed._functional_collectives"):
+        table = _TABLES.get(name)
+        if table is None and name in sys.modules:
+            table = _TABLES[name] = {id(f): (f, h) for f, h in _table(name).items()}
+        if table is not None:
+            out.append(table)
+    return out
+
+
+def _table(module_name: str) -> dict:
+    import torch.distributed as dist
+    if module_name == "torch.distributed.distributed_c10d":
+        return {dist.all_reduce: _all_reduce_inplace, dist.all_gather_into_tensor: _all_gather_inplace,
+                dist.reduce_scatter_tensor: _reduce_scatter_inplace, dist.broadcast: _broadcast_inplace,
+                dist.get_rank: _get_rank, dist.get_world_size: _get_world_size,
+                dist.is_initialized: _is_initialized, dist.is_available: _is_available}
+    import torch.distributed._functional_collectives as fc
+    table = {fc.all_reduce: _all_reduce, fc.all_gather_tensor: _all_gather, fc.reduce_scatter_tensor: _reduce_scatter,
+             fc.broadcast: _broadcast, fc.wait_tensor: _wait}
+    for name, handler in (("all_gather_single", _all_gather), ("reduce_scatter_single", _reduce_scatter)):
+        f = getattr(fc, name, None)
+        if f is not None:
+            table[f] = handler
+    return table
 
 
 def _constant_types() -> tuple:
-    import torch.distributed as dist
-    types_ = [dist.ProcessGroup, dist.ReduceOp, type(dist.ReduceOp.SUM)]
-    try:
-        from torch.distributed.device_mesh import DeviceMesh
-        types_.append(DeviceMesh)
-    except ImportError:   # pragma: no cover
-        pass
-    return tuple(types_)
+    global _CONSTANT_TYPES
+    if _CONSTANT_TYPES is None:
+        import sys
+        import torch.distributed as dist
+        types_ = [dist.ProcessGroup, dist.ReduceOp, type(dist.ReduceOp.SUM)]
+        mesh = sys.modules.get("torch.distributed.device_mesh")
+        if mesh is not None:
+            types_.append(mesh.DeviceMesh)
+            _CONSTANT_TYPES = tuple(types_)   # (final once device_mesh is imported)
+        return tuple(types_)
+    return _CONSTANT_TYPES
 
 
 def wrap_special(ctx, obj: Any, source) -> Value | None:
     """The Value of a torch.distributed object, or None for anything else."""
-    if not torch.distributed.is_available():
+    import sys
+    if "torch.distributed.distributed_c10d" not in sys.modules or not torch.distributed.is_available():
         return None
     if obj is torch.distributed.ReduceOp:   # (its metaclass makes it unhashable)
         _guard_id(ctx, source, obj)
         return ReduceOpClassValue(source)
-    try:
-        handler = _tables().get(obj)
-    except TypeError:   # unhashable
-        return None
-    if handler is not None:
-        _guard_id(ctx, source, obj)
-        return CollectiveFunctionValue(obj, handler, source)
+    for table in _tables():
+        hit = table.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            _guard_id(ctx, source, obj)
+            return CollectiveFunctionValue(obj, hit[1], source)
     if isinstance(obj, _constant_types()):
         _guard_id(ctx, source, obj)
         return ConstantValue(obj, source)
