@@ -13,9 +13,10 @@ and world-size queries as guarded constants.
   rewritten to a functional collective and a ``copy_`` into the tensor, as
   torch.compile rewrites them.  ``async_op=True`` (the caller wants the Work
   handle) and every other c10d call are graph breaks: they run as Python.
-* ``dist.get_rank()``, ``get_world_size()``, ``is_initialized()`` and
-  ``is_available()`` are answered while tracing and guarded (a process
-  group destroyed and made again with another size recompiles).
+* ``dist.get_rank()`` and ``get_world_size()`` are answered while tracing
+  and guarded (a process group destroyed and made again with another size
+  recompiles); ``is_initialized()`` and ``is_available()`` are state
+  queries of values/builtins.py.
 * Process groups, ``ReduceOp`` values and device meshes are constants of
   the trace, guarded by identity where they were read; ``dist.group.WORLD``
   is the default group, guarded to stay it.
@@ -62,8 +63,7 @@ def _table(module_name: str) -> dict:
     if module_name == "torch.distributed.distributed_c10d":
         return {dist.all_reduce: _all_reduce_inplace, dist.all_gather_into_tensor: _all_gather_inplace,
                 dist.reduce_scatter_tensor: _reduce_scatter_inplace, dist.broadcast: _broadcast_inplace,
-                dist.get_rank: _get_rank, dist.get_world_size: _get_world_size,
-                dist.is_initialized: _is_initialized, dist.is_available: _is_available}
+                dist.get_rank: _get_rank, dist.get_world_size: _get_world_size}
     import torch.distributed._functional_collectives as fc
     table = {fc.all_reduce: _all_reduce, fc.all_gather_tensor: _all_gather, fc.reduce_scatter_tensor: _reduce_scatter,
              fc.broadcast: _broadcast, fc.wait_tensor: _wait}
@@ -387,16 +387,3 @@ def _get_world_size(tx, a) -> Value:
     _state_guard(tx, f"___dist_world_{id(pg)}", lambda pg=pg: dist.get_world_size(pg), n,
                  f"torch.distributed world size is {n}")
     return ConstantValue(n)
-
-
-def _is_initialized(tx, a) -> Value:
-    import torch.distributed as dist
-    v = dist.is_initialized()
-    _state_guard(tx, "___dist_is_initialized", dist.is_initialized, v,
-                 f"torch.distributed is {'' if v else 'not '}initialized")
-    return ConstantValue(v)
-
-
-def _is_available(tx, a) -> Value:
-    import torch.distributed as dist
-    return ConstantValue(dist.is_available())
