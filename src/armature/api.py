@@ -222,7 +222,7 @@ class CompiledModule(torch.nn.Module):
         #: config's; "inputs" for the modules FSDP manages: runtime/distributed.py)
         d["_armature_module_parameters"] = None
         from .runtime.distributed import kind_of, runner_for
-        d["_armature_ddp"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None
+        d["_armature_distributed"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None
 
     def _compiled_call(self) -> CompiledFunction:
         mp = self._armature_module_parameters
@@ -242,13 +242,13 @@ class CompiledModule(torch.nn.Module):
         # and guarded, so hooks added after compiling invalidate the entry.
         if self._forward_hooks or self._forward_pre_hooks:  # hooks on the wrapper itself
             return torch.nn.Module.__call__(self, *args, **kwargs)
-        if self._armature_ddp is not None:   # DDP's / FSDP's machinery eager, the math compiled
-            return self._armature_ddp(self._orig_mod, *args, **kwargs)
+        if self._armature_distributed is not None:   # DDP's / FSDP's machinery eager, the math compiled
+            return self._armature_distributed(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        if self._armature_ddp is not None:
-            return self._armature_ddp(self._orig_mod, *args, **kwargs)
+        if self._armature_distributed is not None:
+            return self._armature_distributed(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def train(self, mode: bool = True):

@@ -79,6 +79,18 @@ def fsdp2_per_block():
     return {**out, "torch_graphs": tc.graphs}
 
 
+@scenario
+def fsdp2_per_block_and_root():
+    """Blocks compiled then sharded, and the sharded root compiled too."""
+    reset()
+
+    def compiled():
+        c = Counter()
+        return armature.compile(_fsdp2(lambda b: armature.compile(b, backend=c)), backend=c), c
+
+    return _run(_fsdp2, compiled)
+
+
 def _fsdp1():
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy

@@ -5,7 +5,7 @@ compiled; losses and parameters after 3 steps equal eager's."""
 import pytest
 
 
-NAMES = ["fsdp2_whole", "fsdp2_per_block", "fsdp1", "fsdp2_skip_guards"]
+NAMES = ["fsdp2_whole", "fsdp2_per_block", "fsdp2_per_block_and_root", "fsdp1", "fsdp2_skip_guards"]
 
 
 
@@ -31,6 +31,13 @@ def test_fsdp2_blocks_compiled_before_fully_shard(run):
     _same_as_eager(results)
     for r in results:
         assert 1 <= r["graphs"] <= 2, r     # at most one per block (torch: one shared)
+
+
+def test_fsdp2_compiled_blocks_under_a_compiled_root(run):
+    results = run.scenario("fsdp2_per_block_and_root")
+    _same_as_eager(results)
+    for r in results:
+        assert r["graphs"] == 2, r     # one per compiled block; the root adds none
 
 
 def test_fsdp1_use_orig_params(run):

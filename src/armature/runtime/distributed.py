@@ -111,6 +111,9 @@ class DistributedRunner:
         return types.MethodType(cf, mod)
 
     def __call__(self, mod, *args, **kwargs):
+        from ..api import CompiledModule
+        if isinstance(mod, CompiledModule):
+            return mod(*args, **kwargs)   # (compiled, then fully_shard'ed: its forward is compiled already)
         kind = kind_of(mod)
         if kind in _WRAPPED:
             name = _WRAPPED[kind]
