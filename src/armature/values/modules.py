@@ -19,6 +19,7 @@ from ..guards.sources import AttrSource, ModuleMemberSource, Source
 from .base import Value
 from .constant import ConstantValue
 
+_DISTRIBUTED_KINDS = {"ddp": "DistributedDataParallel", "fsdp1": "FSDP1", "fsdp2": "sharded by FSDP2"}
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
                  "_global_backward_hooks", "_global_backward_pre_hooks")
@@ -404,8 +405,8 @@ class ModuleValue(Value):
         kind = kind_of(mod)
         if kind is not None:
             raise Unsupported(
-                f"{type(mod).__name__} is a {kind.upper()} module: its hooks and collectives run as Python, "
-                "as eagerly; its math is compiled on its own",
+                f"calling {type(mod).__name__} ({_DISTRIBUTED_KINDS[kind]}): its hooks and collectives run "
+                "as Python, as eagerly; its math is compiled on its own",
                 hint="a call of a DDP or FSDP module is a graph break by design, as under torch.compile")
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
