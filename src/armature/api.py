@@ -225,13 +225,22 @@ class CompiledModule(torch.nn.Module):
         d["_armature_fullgraph"] = fullgraph
         d["_armature_dynamic"] = dynamic
         d["_armature_forwards"] = {}
+        #: config.module_parameters for this module's compiled code (None: the
+        #: config's; "inputs" for the modules FSDP manages: runtime/distributed.py)
+        d["_armature_module_parameters"] = None
+        from .runtime.distributed import kind_of, runner_for
+        d["_armature_distributed"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None
 
     def _compiled_call(self) -> CompiledFunction:
-        cf = self._armature_forwards.get("call")
+        mp = self._armature_module_parameters
+        if mp is None and getattr(self._orig_mod, "_is_fsdp_managed_module", False):
+            mp = "inputs"   # fully_shard'ed after compiling: FSDP swaps its parameters
+        cf = self._armature_forwards.get(mp)
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
                                   bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic)
-            self._armature_forwards["call"] = cf
+            cf._module_parameters = mp
+            self._armature_forwards[mp] = cf
         return cf
 
     def __call__(self, *args, **kwargs):
@@ -240,9 +249,13 @@ class CompiledModule(torch.nn.Module):
         # and guarded, so hooks added after compiling invalidate the entry.
         if self._forward_hooks or self._forward_pre_hooks:  # hooks on the wrapper itself
             return torch.nn.Module.__call__(self, *args, **kwargs)
+        if self._armature_distributed is not None:   # DDP's / FSDP's machinery eager, the math compiled
+            return self._armature_distributed(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
+        if self._armature_distributed is not None:
+            return self._armature_distributed(self._orig_mod, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def train(self, mode: bool = True):
@@ -264,6 +277,10 @@ class CompiledModule(torch.nn.Module):
         return getattr(self.__dict__["_orig_mod"], name)
 
     def __setattr__(self, name, value):
+        if name == "__class__":   # the wrapper's own class (fully_shard makes it an FSDP subclass)
+            object.__setattr__(self, name, value)
+            self._armature_forwards.clear()
+            return
         if name == "training":
             object.__setattr__(self, name, value)
             return

@@ -44,6 +44,23 @@ class Config:
     #: ``unique``) stay in the graph with unbacked sizes (on with fullgraph=True).
     capture_dynamic_output_shape_ops: bool = False
 
+    #: a graph compiled inside a DistributedDataParallel forward is split at
+    #: DDP's gradient-bucket boundaries (torch's DDPOptimizer, as
+    #: torch._dynamo.config.optimize_ddp), so each bucket's all-reduce starts
+    #: while the rest of the backward runs; off: one graph, all gradients
+    #: ready at its end (same results, no overlap).  backends/ddp_split.py
+    optimize_ddp: bool = True
+
+    #: the parameters and buffers of modules FSDP manages (graph inputs of
+    #: the code compiled for them) are not checked on every call (their
+    #: dtype, shape, strides, requires_grad), as torch.compile's
+    #: skip_fsdp_guards (on by default there) skips guards on FSDP modules.
+    #: Saves the checks; the risk: a parameter whose metadata changes after
+    #: compiling (frozen with requires_grad_(False), cast to another dtype,
+    #: resharded to another shape) still runs the old graph -- wrong
+    #: gradients, or an error inside the graph -- instead of recompiling.
+    skip_fsdp_guards: bool = False
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 

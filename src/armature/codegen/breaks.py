@@ -166,6 +166,19 @@ class _Wrapped(Value):
         out.call(2)
 
 
+def _distributed_callee(tx, value: Value, backend) -> Value:
+    """A DDP, FSDP1 or FSDP2 module called natively at the break runs with
+    its math compiled (runtime/distributed.py)."""
+    from ..runtime.distributed import kind_of, runner_for
+    from ..values.base import LazyValue
+    from ..values.modules import ModuleValue
+    if type(value) is LazyValue and kind_of(value.obj) is not None:
+        value = value.realize(tx.ctx)    # (guards it: the routing below assumes such a module)
+    if isinstance(value, ModuleValue) and value.source is not None and kind_of(value.mod) is not None:
+        return _Wrapped(runner_for(backend, False, tx.ctx.policy.mode), value)
+    return value
+
+
 def _compiled_callee(tx, value: Value, backend) -> Value:
     from ..runtime.wrappers import compiled_wrapper_for
     from ..values.functions import BoundMethodValue, UserFunctionValue
@@ -286,6 +299,11 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     code = frame.code
     stack = list(frame.stack)
     builds_module = _constructs_module(inst, stack)
+    if inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
+        pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
+        if inst.opname != "CALL_FUNCTION_EX":
+            pos = SPELLING.callee_is_first(stack, pos, NULL)
+        stack[pos] = _distributed_callee(frame, stack[pos], backend)
     if inst.opname in ("CALL", "CALL_KW") and from_callee:
         pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
         pos = SPELLING.callee_is_first(stack, pos, NULL)

@@ -321,7 +321,9 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("graph of %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
         specializations = specialize.plan(gm, graph)   # (before the backend may rewrite gm)
-        compiled = _compile_graph(gm, graph, backend)
+        from ..backends.ddp_split import split_backend
+        compiled = _compile_graph(gm, graph, split_backend(backend, [i.source for i in graph.inputs],
+                                                           ctx.config.optimize_ddp))
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
         compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)

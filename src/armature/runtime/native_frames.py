@@ -127,6 +127,9 @@ class Router:
         return None
 
     def _module_target(self, mod):
+        from .distributed import kind_of, runner_for
+        if kind_of(mod) is not None:   # DDP / FSDP: their hooks eager, their math compiled
+            return types.MethodType(runner_for(self.backend, False, self.dynamic), mod)
         cls = type(mod)
         if cls.__call__ is torch.nn.Module.__call__:
             if "forward" in mod.__dict__ or _has_hooks(mod):

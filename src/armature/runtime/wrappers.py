@@ -124,5 +124,6 @@ def reset() -> None:
     _RESUME.clear()
     _WRAPPERS.clear()
     _NESTED.clear()
-    from . import native_frames
+    from . import distributed, native_frames
     native_frames.reset()
+    distributed.reset()

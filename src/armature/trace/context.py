@@ -17,8 +17,13 @@ from ..guards.guard import Guard, Kind
 class GuardSet:
     def __init__(self):
         self._by_key: dict[tuple, Guard] = {}
+        #: sources whose tensor guards are not installed (the parameters of
+        #: FSDP-managed modules under config.skip_fsdp_guards)
+        self.unguarded_tensors: set = set()
 
     def add(self, guard: Guard) -> None:
+        if guard.kind is Kind.TENSOR_MATCH and guard.source in self.unguarded_tensors:
+            return
         if _made_in_frame(guard.source):
             # a module the transformed function builds itself
             # (values/fresh_modules.py): true by construction, and out of

@@ -137,6 +137,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if obj._has_self:
             return functions.BoundMethodValue(fn_v, wrap(ctx, obj._self, AttrSource(source, "_self")))
         return fn_v
+    from . import distributed   # collectives, rank queries, process groups
+    special = distributed.wrap_special(ctx, obj, source)
+    if special is not None:
+        return special
     from .stdlib.common import wrap_special
     special = wrap_special(ctx, obj, source)
     if special is not None:

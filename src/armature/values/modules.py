@@ -19,6 +19,7 @@ from ..guards.sources import AttrSource, ModuleMemberSource, Source
 from .base import Value
 from .constant import ConstantValue
 
+_DISTRIBUTED_KINDS = {"ddp": "DistributedDataParallel", "fsdp1": "FSDP1", "fsdp2": "sharded by FSDP2"}
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
                  "_global_backward_hooks", "_global_backward_pre_hooks")
@@ -116,6 +117,10 @@ class ModuleValue(Value):
         src = ModuleMemberSource(self.source, name, table) if self.source is not None else None
         if src is not None and table != "_modules" and getattr(self.mod, "_armature_static", False):
             tx.ctx.policy.static_sources.add(src)   # armature.mark_static(module or its class)
+        if src is not None and table != "_modules" and tx.ctx.config.skip_fsdp_guards \
+                and getattr(self.mod, "_is_fsdp_managed_module", False) \
+                and tx.ctx.config.module_parameters == "inputs":
+            tx.ctx.guards.unguarded_tensors.add(src)   # (config.skip_fsdp_guards says what it risks)
         return wrap(tx.ctx, obj, src)
 
     def getattr(self, tx, name):
@@ -396,6 +401,13 @@ class ModuleValue(Value):
         """``nn.Module.__call__``: forward pre-hooks, forward, forward hooks,
         in the order and with the result rules of ``Module._call_impl``."""
         mod = self.mod
+        from ..runtime.distributed import kind_of
+        kind = kind_of(mod)
+        if kind is not None:
+            raise Unsupported(
+                f"calling {type(mod).__name__} ({_DISTRIBUTED_KINDS[kind]}): its hooks and collectives run "
+                "as Python, as eagerly; its math is compiled on its own",
+                hint="a call of a DDP or FSDP module is a graph break by design, as under torch.compile")
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
             if isinstance(call, types.FunctionType):

@@ -129,7 +129,10 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             from .exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
             if owner in _GENERIC_INIT and (instance is None or isinstance(instance, ExceptionValue)):
                 return BuiltinExceptionInit(owner, instance)
-        kind = _GENERIC_SLOTS.get(raw) if raw in _GENERIC_SLOTS else None
+        try:
+            kind = _GENERIC_SLOTS.get(raw)
+        except TypeError:   # (pybind11's instancemethod is unhashable: a C method of a pybind class)
+            kind = None
         if kind is not None and instance is None:
             return _ObjectSlot(kind)   # ``object.__setattr__(self, name, v)`` in a custom __setattr__
         if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
