@@ -283,7 +283,8 @@ def test_exceptions_pass_through_routed_calls():
     assert rec.seen == ["boom"]
 
 
-@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 13)), reason="routing is written for 3.11 and 3.13")
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13)),
+                    reason="routing is written for 3.11, 3.12 and 3.13")
 def test_routing_covers_this_python():
     rec = _Recorder()
     _routed(_sample, rec)(_Child(), [1], True)
