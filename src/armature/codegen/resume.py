@@ -77,6 +77,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     expansion = []  # new instructions per original instruction, in order
     for i, item in enumerate(items):
         if isinstance(item, Instr):
+            item = SPELLING.unborrow(item)
             if i in supers:
                 new = [item] + _super_arguments(code, local_names, item, prefix)
             elif any(i - k in supers for k in range(1, len(SPELLING.super_call_tail) + 1)):
