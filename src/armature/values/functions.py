@@ -422,6 +422,9 @@ class NestedFunctionValue(_Function):
         from .base import realize
         from .containers import DictValue, TupleValue
         value = realize(tx.ctx, value)
+        if name == "__annotate__" and name in _FUNCTION_DATA_ATTRS:
+            self._set_annotate(value)
+            return
         if name in _FUNCTION_DATA_ATTRS and name not in _WRITABLE or name == "__class__":
             raise Unsupported(f"assigning {name!r} of a function made in a compiled frame")
         if name not in _WRITABLE:
@@ -459,6 +462,7 @@ class NestedFunctionValue(_Function):
                 self.dict_value = value
             else:
                 self.assigned[name] = value
+                self.annotate = None   # (3.14: assigned annotations drop __annotate__)
         elif name == "__type_params__":
             if not (isinstance(value, TupleValue) and value.cls is tuple
                     or value.is_python_constant() and type(value.as_python_constant()) is tuple):
@@ -466,6 +470,22 @@ class NestedFunctionValue(_Function):
             self.assigned[name] = value
         else:   # __doc__, __module__: any object
             self.assigned[name] = value
+
+    def _set_annotate(self, value) -> None:
+        """3.14's ``func.__annotate__ = value`` (functools.wraps copies it):
+        None or a callable; a callable drops the computed annotations."""
+        if value.is_python_constant() and value.as_python_constant() is None:
+            self.annotate = None
+            return
+        if value.is_python_constant():
+            ok = callable(value.as_python_constant())
+        else:
+            ok = isinstance(value, _Function) or hasattr(value.python_type(), "__call__")
+        if not ok:
+            raise user_error(TypeError, "__annotate__ must be callable or None")
+        self.annotate = value
+        self.annotations = None
+        self.assigned.pop("__annotations__", None)
 
     def signature_stand_in(self, tx):
         """A real function with this one's code, defaults, keyword defaults
@@ -476,7 +496,7 @@ class NestedFunctionValue(_Function):
         if self.dict_value is not None and self.dict_value.items:
             return None
         if self.annotate is not None and "__annotations__" not in self.assigned:
-            return None   # (3.14: the annotations are what __annotate__ would compute)
+            self._annotations(tx)   # (3.14: inspect reads them through __annotate__ too)
         parts = [self._defaults, self._kwdefaults, self.assigned.get("__annotations__", self.annotations)]
         if any(p is not None and not p.is_python_constant() for p in parts):
             return None
