@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported
-from ...values.base import NULL
+from ...values.base import NULL, Value
 from ...values.builder import wrap
 from ...values.constant import BINARY_OPS, ConstantValue
 from ...values.operators import binary_op, getitem
@@ -57,12 +57,52 @@ def load_common_constant(f, inst):
     f.push(wrap(f.ctx, _opcode._common_constants[inst.arg], None))
 
 
+class SpecialMethod(Value):
+    """What LOAD_SPECIAL pushes for ``__enter__``/``__exit__`` of ``owner``:
+    calls as the bound method.  Until ``__enter__`` has been called, a
+    graph break may fall between the loads and that call (a block whose
+    enter a break cannot split, such as ``inference_mode`` switching the
+    mode, moves the break to the call, so that ``__enter__`` runs natively);
+    there both methods are rebuilt as attributes of the one rebuilt owner.
+    After it, ``__exit__`` rebuilds as the method Value says (a grad-mode
+    block's restoring exit...)."""
+
+    def __init__(self, owner: Value, name: str, method: Value, exit_: "SpecialMethod | None" = None):
+        super().__init__()
+        self.owner, self.name, self.method = owner, name, method
+        self.exit = exit_           # (on __enter__: the block's __exit__)
+        self.before_enter = True    # (on __exit__: __enter__ not called yet)
+
+    def python_type(self):
+        return self.method.python_type()
+
+    def call(self, tx, args, kwargs):
+        if self.exit is not None:
+            self.exit.before_enter = False
+        return self.method.call(tx, args, kwargs)
+
+    def reconstruct(self, out):
+        if self.name == "__exit__" and not self.before_enter:
+            out.reconstruct(self.method)
+            return
+        owner = out.materialize(self.owner)
+        out.instr("LOAD_FAST", owner.name)
+        out.instr("LOAD_ATTR", self.name)
+
+
 @opcode("LOAD_SPECIAL", since=(3, 14))
 def load_special(f, inst):
     """``__enter__``/``__exit__`` (``__aenter__``/``__aexit__`` belong to
-    async code, never traced): the bound method, then NULL."""
+    async code, never traced): the method, then NULL (``with`` loads
+    ``__exit__`` first and keeps it two slots under ``__enter__``)."""
     owner = f.pop()
-    f.push(owner.getattr(f, inst.argrepr))   # (dis gives the index as argval)
+    name = inst.argrepr   # (dis gives the index as argval)
+    method = owner.getattr(f, name)
+    exit_ = None
+    if name == "__enter__" and len(f.stack) >= 2 and isinstance(f.stack[-2], SpecialMethod) \
+            and f.stack[-2].owner is owner and f.stack[-2].name == "__exit__":
+        exit_ = f.stack[-2]
+    f.push(SpecialMethod(owner, name, method, exit_))
     f.push(NULL)
 
 
