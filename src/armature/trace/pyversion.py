@@ -22,7 +22,7 @@ import sys
 from typing import Callable
 
 #: versions whose interpreter and code generation are tested
-SUPPORTED = ((3, 11), (3, 13))
+SUPPORTED = ((3, 11), (3, 13), (3, 14))
 VERSION = sys.version_info[:2]
 
 
