@@ -11,6 +11,7 @@ where torch.compile's fullgraph succeeds.
 from __future__ import annotations
 
 import collections
+import sys
 import typing
 
 import pytest
@@ -247,9 +248,17 @@ TORCH_DIFFERS = {
 }
 
 
+#: cases whose torch.compile oracle differs on CPython 3.14 (torch 2.15):
+#: Dynamo compiles no graph of the frame and reports no break
+ORACLE_DIFFERS_314 = {"typing_generics"}
+
+
 @pytest.mark.parametrize("case", [
-    pytest.param(c, id=c[0].__name__, marks=pytest.mark.skipif(
-        USING_TORCH and c[0].__name__ in TORCH_DIFFERS, reason=TORCH_DIFFERS.get(c[0].__name__, "")))
+    pytest.param(c, id=c[0].__name__, marks=[
+        pytest.mark.skipif(USING_TORCH and c[0].__name__ in TORCH_DIFFERS,
+                           reason=TORCH_DIFFERS.get(c[0].__name__, "")),
+        pytest.mark.skipif(sys.version_info[:2] == (3, 14) and c[0].__name__ in ORACLE_DIFFERS_314,
+                           reason="torch.compile captures no graph of this frame on 3.14 (torch 2.15)")])
     for c in CASES])
 def test_objects_in_frame(case):
     fn, make, *fullgraph_ok = case

@@ -33,7 +33,8 @@ class BreakNotPossible(Exception):
 # Callables take the instruction's arg.  Jumps are handled separately.
 _STACK_EFFECT = {
     "CALL": lambda a: (a + 2, 1),
-    "CALL_FUNCTION_EX": lambda a: (3 + (a & 1), 1),
+    # (3.14: no oparg, always a kwargs slot)
+    "CALL_FUNCTION_EX": lambda a: (4, 1) if a is None else (3 + (a & 1), 1),
     "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1), "IS_OP": (2, 1),
     "CONTAINS_OP": (2, 1), "STORE_SUBSCR": (3, 0), "DELETE_SUBSCR": (2, 0),
     "LOAD_ATTR": (1, 1), "STORE_ATTR": (2, 0), "DELETE_ATTR": (1, 0),
@@ -51,6 +52,8 @@ _STACK_EFFECT = {
     # 3.13
     "CALL_KW": lambda a: (a + 3, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1),
     "CONVERT_VALUE": (1, 1), "TO_BOOL": (1, 1),
+    # 3.14
+    "LOAD_SPECIAL": (1, 2),
 }
 # conditional jumps: (pops when falling through, pops when jumping, pushes when falling through)
 _JUMPS = {
@@ -117,6 +120,9 @@ def _native_arg(inst: dis.Instruction, labels: dict):
     if name == "CALL_INTRINSIC_1":
         from bytecode import Intrinsic1Op
         return Intrinsic1Op(inst.arg)
+    if name == "LOAD_SPECIAL":   # 3.14
+        from bytecode.instr import SpecialMethod
+        return SpecialMethod(inst.arg)
     if name == "CONVERT_VALUE":
         from bytecode.instr import FormatValue
         return FormatValue(inst.arg)
@@ -485,7 +491,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             # which must follow its target; the loop's exit is after them
             out.native("END_FOR")
             if SPELLING.loop_exit_skip == 2:
-                out.native("POP_TOP")
+                out.native(SPELLING.loop_exit_pop)
             jump_to = insts[index_of[inst.argval] + SPELLING.loop_exit_skip].offset
         hand_off(jump_to, consumed - jump_pops)
         emit_handler()

@@ -107,6 +107,19 @@ class Emitter:
         self._keep.append(value)
         return t
 
+    def preset(self, value: Value, make) -> None:
+        """Rebuild ``value`` as ``make()`` into a temporary that every later
+        reconstruction of it loads: for a Value whose rebuilt object is made
+        empty and filled by whoever receives it (3.14's ``__classdict__``
+        cell of a class body, which type() fills)."""
+        if id(value) in self._temps:
+            return
+        self.call_helper(make, pop=False)
+        t = self.new_temp()
+        self.instr("STORE_FAST", t.name)
+        self._temps[id(value)] = t.name
+        self._keep.append(value)
+
     def reconstruct(self, value: Value) -> None:
         from ..values.tensor import TensorValue
         existing = self._temps.get(id(value))

@@ -78,6 +78,7 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     expansion = []  # new instructions per original instruction, in order
     for i, item in enumerate(items):
         if isinstance(item, Instr):
+            item = SPELLING.unborrow(item)
             if i in supers:
                 # super(__class__, first), with a shadowing super called bare
                 prefix_call = [Instr(n, a, location=item.location) for n, a in SPELLING.super_call_tail[:-1]]

@@ -30,6 +30,7 @@ import types
 from bytecode import Bytecode, Instr, Label
 
 from ..trace.pyversion import VERSION
+from .spelling import SPELLING
 
 #: callables that inspect the frame that calls them: never routed
 FRAME_LOOKERS = frozenset({"super", "locals", "vars", "globals", "dir", "eval", "exec", "breakpoint",
@@ -55,7 +56,8 @@ def _pops_pushes(instr: Instr):
     are usually made of; None for anything else (the walk gives up)."""
     name, arg = instr.name, instr.arg
     if name in ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "PUSH_NULL",
-                "LOAD_NAME", "LOAD_FAST_AND_CLEAR", "LOAD_ASSERTION_ERROR"):
+                "LOAD_NAME", "LOAD_FAST_AND_CLEAR", "LOAD_ASSERTION_ERROR", "LOAD_SMALL_INT",
+                "LOAD_COMMON_CONSTANT"):
         return 0, 1
     if name == "LOAD_FAST_LOAD_FAST":
         return 0, 2
@@ -84,7 +86,7 @@ def _pops_pushes(instr: Instr):
         return 2 * arg, 1
     if name == "BUILD_CONST_KEY_MAP":
         return arg + 1, 1
-    if name in ("KW_NAMES", "PRECALL", "NOP", "RESUME", "EXTENDED_ARG"):
+    if name in ("KW_NAMES", "PRECALL", "NOP", "RESUME", "EXTENDED_ARG", "NOT_TAKEN"):
         return 0, 0
     if name == "CALL":
         return arg + 2, 1
@@ -175,6 +177,8 @@ def _pusher(items: list, end: int, depth: int, sources: dict):
 def _routable(instr: Instr) -> bool:
     if instr.name in _ANON_LOADS:
         return True
+    if instr.name == "BINARY_OP" and instr.arg == 26:   # 3.14's subscript
+        return True
     if instr.name not in _NAMED_LOADS:
         return False
     name = _name_of(instr)
@@ -193,7 +197,7 @@ def route_calls(code: types.CodeType, router, router_kw) -> types.CodeType:
     ``router_kw(f, args, kwnames)`` (3.11, 3.12) / ``router_kw(f, args_then_kwnames)``
     (3.13) instead of ``f(*args, **kw)``."""
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-    items = list(bc)
+    items = [SPELLING.unborrow(i) for i in bc]
     if VERSION >= (3, 13):
         rewritten = _rewrite_313(items, router, router_kw)
     elif VERSION == (3, 12):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bytecode import Compare, Instr
+from bytecode import BinaryOp, Compare, Instr
 
 from ..trace.pyversion import VERSION
 
@@ -28,6 +28,9 @@ class Spelling311:
     #: instructions CPython skips after FOR_ITER's jump target when the
     #: iterator is exhausted (3.12: END_FOR; 3.13: END_FOR, POP_TOP)
     loop_exit_skip = 0
+    #: the instruction after END_FOR that pops the exhausted iterator (3.13:
+    #: POP_TOP; 3.14: POP_ITER), when loop_exit_skip is 2
+    loop_exit_pop = "POP_TOP"
     #: the instructions after ``LOAD_GLOBAL (True, "super")`` of a zero-argument
     #: ``super()`` call
     super_call_tail: tuple[tuple[str, int], ...] = (("PRECALL", 0), ("CALL", 0))
@@ -53,6 +56,12 @@ class Spelling311:
         if kw_names:
             out.native("KW_NAMES", tuple(kw_names))
         out.native("PRECALL", inst.arg)
+
+    def unborrow(self, instr):
+        """An instruction copied from a user's code into generated code
+        (a resume function's body, routed calls), as generated code may
+        run it (3.14: never a borrowed load)."""
+        return instr
 
     def native_needs_bool(self, out, name: str) -> None:
         """3.13's conditional jumps and UNARY_NOT require an exact bool (the
@@ -162,7 +171,52 @@ class Spelling313(Spelling312):
         return pos   # [callable, self_or_null]: always first
 
 
-_BY_VERSION = {(3, 11): Spelling311, (3, 12): Spelling312, (3, 13): Spelling313}
+class Spelling314(Spelling313):
+    """3.14: a subscript is BINARY_OP 26; CALL_FUNCTION_EX has no oparg and
+    always a kwargs slot (NULL without ``**``); an exhausted FOR_ITER skips
+    END_FOR and runs POP_ITER; code copied from a user's function loads
+    with LOAD_FAST, never LOAD_FAST_BORROW.
+
+    A borrowed load is only safe where CPython's compiler proved the local
+    outlives the borrowed reference; generated code moves and stores locals
+    (a resume function's prologue, a break's temps), so a borrowed load
+    followed by a store to the same local can free the object while it is
+    on the stack (seen to crash 3.14.10)."""
+
+    _UNBORROWED = {"LOAD_FAST_BORROW": "LOAD_FAST",
+                   "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST"}
+    loop_exit_pop = "POP_ITER"
+
+    def emit(self, out, name, arg):
+        if name == "BINARY_SUBSCR":
+            out.native("BINARY_OP", BinaryOp.SUBSCR)
+            return
+        if name == "CALL_FUNCTION_EX":
+            if not arg & 1:
+                out.native("PUSH_NULL")   # the kwargs slot
+            assert out.pending_calls, f"{name} without its callable"
+            if out.pending_calls.pop():   # 3.13's swap of the NULL under the callable
+                out.native("SWAP", 4)
+                out.native("SWAP", 3)
+                out.native("SWAP", 4)
+            out.native("CALL_FUNCTION_EX")
+            return
+        assert name not in self._UNBORROWED, f"generated code emits {name}"
+        super().emit(out, name, arg)
+
+    def unborrow(self, instr):
+        name = self._UNBORROWED.get(getattr(instr, "name", None))
+        if name is None:
+            return instr
+        return Instr(name, instr.arg, location=instr.location)
+
+    def callable_position(self, stack_len, opname, oparg):
+        if opname == "CALL_FUNCTION_EX":
+            return stack_len - 4
+        return super().callable_position(stack_len, opname, oparg)
+
+
+_BY_VERSION = {(3, 11): Spelling311, (3, 12): Spelling312, (3, 13): Spelling313, (3, 14): Spelling314}
 
 #: the running interpreter's spelling (the newest known one for a later
 #: version, which pyversion refuses to trace anyway)

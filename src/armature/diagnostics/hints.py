@@ -190,7 +190,7 @@ RULES = (
           "a value changes on every call; make it a tensor, mark it dynamic (armature.mark_dynamic, "
           "ARMATURE_DYNAMIC_SOURCES), or raise armature.config.recompile_limit"),
     _rule(r"written for CPython", "Python version",
-          "armature traces CPython 3.11 only so far; run under Python 3.11 to compile", limitation=True),
+          "armature traces only the CPython versions it is tested on (named in the reason); run under one of them to compile", limitation=True),
     _rule(r"not identifiers", "names",
           "rename the parameter so it is a plain identifier"),
     _rule(r"cannot be split there", "break placement",

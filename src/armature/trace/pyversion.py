@@ -11,9 +11,11 @@ instead of half-working; nothing is asserted about it, so importing
 armature there never fails.
 
 Handlers for 3.12 are written where 3.12 differs from both 3.11 and 3.13
-(their ranges say so); the unit suite runs on 3.12 (``./dev test --python
-3.12``, pyenv's interpreter), which is what puts it in ``SUPPORTED``.  The
-code-generation counterpart of this module is ``codegen/spelling.py``.
+(their ranges say so); 3.14's new opcodes live in ``trace/ops/py314.py`` and
+the opcodes 3.14 removed stop at 3.13.  The unit suite runs on every
+version in ``SUPPORTED`` (``./dev test --python 3.12|3.13|3.14``), which is
+what puts a version there.  The code-generation counterpart of this module
+is ``codegen/spelling.py``.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import sys
 from typing import Callable
 
 #: versions whose interpreter and code generation are tested
-SUPPORTED = ((3, 11), (3, 12), (3, 13))
+SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14))
 VERSION = sys.version_info[:2]
 
 

@@ -156,6 +156,12 @@ class MadeClassValue(ClassValue):
     def reconstruct(self, out):
         # (handed to a resume function, the class rebuilt per call is guarded
         # there by its class statement, not by identity: per_call_classes.py)
+        cell = self.namespace.get("__classdictcell__")
+        if isinstance(cell, CellValue):
+            # 3.14: the body's __classdict__ cell is rebuilt empty, once
+            # (its __annotate__ closes over the same cell); type() fills it
+            from ..runtime import replay
+            out.preset(cell, replay.make_cell)
         out.instr("PUSH_NULL")
         out.load_const(rebuild_class)
         out.load_const(self.name)
@@ -225,16 +231,23 @@ class _StandIn:
 class _Realizer:
     """Real stand-ins for the namespace Values of one class body."""
 
-    def __init__(self, tx, body_cell: ClassCellValue | None):
+    def __init__(self, tx, body_cell: ClassCellValue | None, classdict_cell: CellValue | None = None):
         self.tx = tx
         self.body_cell = body_cell
         self.real_cell = types.CellType()
+        #: 3.14: the body's ``__classdict__`` cell (``__classdictcell__``,
+        #: closed over by its ``__annotate__``) and its real counterpart,
+        #: which type() fills with the new class's dict
+        self.classdict_cell = classdict_cell
+        self.real_classdict_cell = types.CellType()
         self.functions: list[tuple[types.FunctionType, NestedFunctionValue]] = []
         self.stand_ins: list[tuple[_StandIn, Value]] = []
 
     def real(self, name: str, v: Value):
         if isinstance(v, ClassCellValue) and v is self.body_cell:
             return self.real_cell
+        if v is self.classdict_cell and name == "__classdictcell__":
+            return self.real_classdict_cell
         if isinstance(v, NestedFunctionValue):
             return self.function(name, v)
         if isinstance(v, DecoratedFunctionValue) and isinstance(v.func, NestedFunctionValue):
@@ -271,7 +284,9 @@ class _Realizer:
         d, kd = v.defaults(None)
         if not all(x.is_python_constant() for x in [*d, *kd.values()]):
             raise Unsupported(f"the method {name!r} of a class made in the frame has defaults that are not constants")
-        closure = tuple(self.real_cell if c is self.body_cell and c is not None else types.CellType()
+        closure = tuple(self.real_cell if c is self.body_cell and c is not None
+                        else self.real_classdict_cell if c is self.classdict_cell and c is not None
+                        else types.CellType()
                         for c in v.closure)
         fn = types.FunctionType(v.code, v.f_globals, v.code.co_name,
                                 tuple(x.as_python_constant() for x in d) or None, closure or None)
@@ -369,7 +384,8 @@ def build_class(tx, args, kwargs) -> MadeClassValue:
                 raise Unsupported(f"a class statement in the frame whose base {klass.__qualname__} defines "
                                   "__init_subclass__")
     namespace, body_cell = _run_body(tx, body)
-    realizer = _Realizer(tx, body_cell)
+    classdict_cell = namespace.get("__classdictcell__")
+    realizer = _Realizer(tx, body_cell, classdict_cell if isinstance(classdict_cell, CellValue) else None)
     real_ns = {k: realizer.real(k, v) for k, v in namespace.items()}
     for k, v in real_ns.items():
         if hasattr(type(v), "__set_name__") and not isinstance(v, _DECORATORS):

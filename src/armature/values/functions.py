@@ -324,6 +324,9 @@ class NestedFunctionValue(_Function):
         self._defaults, self._kwdefaults, self.closure = defaults, kwdefaults, closure
         #: the annotations MAKE_FUNCTION got (a tuple of names and values), if any
         self.annotations: Value | None = None
+        #: 3.14 (PEP 649): the function's ``__annotate__`` (a function Value),
+        #: which makes ``__annotations__`` when first read
+        self.annotate: Value | None = None
         #: assigned __name__/__qualname__/__doc__/__module__/__type_params__, and
         #: the __annotations__ dict once read or assigned
         self.assigned: dict[str, Value] = {}
@@ -349,6 +352,15 @@ class NestedFunctionValue(_Function):
         got = self.assigned.get("__annotations__")
         if got is None:
             from .containers import DictValue
+            if self.annotate is not None and self.annotations is None:
+                # 3.14: func_get_annotations calls __annotate__(VALUE) once
+                # and keeps the dict it returns
+                from .containers import DictValue
+                got = self.annotate.call(tx, [ConstantValue(1)], {})
+                if not isinstance(got, DictValue):
+                    raise Unsupported("__annotate__ of a function made in the frame returned something else than a dict")
+                self.assigned["__annotations__"] = got
+                return got
             items = tx.iterate(self.annotations) if self.annotations is not None else []
             pairs = {}
             for i in range(0, len(items) - 1, 2):
@@ -392,6 +404,8 @@ class NestedFunctionValue(_Function):
             return self.instance_dict()
         if name == "__annotations__":
             return self._annotations(tx)
+        if name == "__annotate__" and name in _FUNCTION_DATA_ATTRS:   # 3.14
+            return self.annotate if self.annotate is not None else ConstantValue(None)
         if name == "__type_params__" and name in _FUNCTION_DATA_ATTRS:
             return ConstantValue(())   # (3.12+; MAKE_FUNCTION of a generic function is not modelled)
         if name in _FUNCTION_DATA_ATTRS:
@@ -408,6 +422,9 @@ class NestedFunctionValue(_Function):
         from .base import realize
         from .containers import DictValue, TupleValue
         value = realize(tx.ctx, value)
+        if name == "__annotate__" and name in _FUNCTION_DATA_ATTRS:
+            self._set_annotate(value)
+            return
         if name in _FUNCTION_DATA_ATTRS and name not in _WRITABLE or name == "__class__":
             raise Unsupported(f"assigning {name!r} of a function made in a compiled frame")
         if name not in _WRITABLE:
@@ -445,6 +462,7 @@ class NestedFunctionValue(_Function):
                 self.dict_value = value
             else:
                 self.assigned[name] = value
+                self.annotate = None   # (3.14: assigned annotations drop __annotate__)
         elif name == "__type_params__":
             if not (isinstance(value, TupleValue) and value.cls is tuple
                     or value.is_python_constant() and type(value.as_python_constant()) is tuple):
@@ -452,6 +470,22 @@ class NestedFunctionValue(_Function):
             self.assigned[name] = value
         else:   # __doc__, __module__: any object
             self.assigned[name] = value
+
+    def _set_annotate(self, value) -> None:
+        """3.14's ``func.__annotate__ = value`` (functools.wraps copies it):
+        None or a callable; a callable drops the computed annotations."""
+        if value.is_python_constant() and value.as_python_constant() is None:
+            self.annotate = None
+            return
+        if value.is_python_constant():
+            ok = callable(value.as_python_constant())
+        else:
+            ok = isinstance(value, _Function) or hasattr(value.python_type(), "__call__")
+        if not ok:
+            raise user_error(TypeError, "__annotate__ must be callable or None")
+        self.annotate = value
+        self.annotations = None
+        self.assigned.pop("__annotations__", None)
 
     def signature_stand_in(self, tx):
         """A real function with this one's code, defaults, keyword defaults
@@ -461,6 +495,8 @@ class NestedFunctionValue(_Function):
         ``__signature__``)."""
         if self.dict_value is not None and self.dict_value.items:
             return None
+        if self.annotate is not None and "__annotations__" not in self.assigned:
+            self._annotations(tx)   # (3.14: inspect reads them through __annotate__ too)
         parts = [self._defaults, self._kwdefaults, self.assigned.get("__annotations__", self.annotations)]
         if any(p is not None and not p.is_python_constant() for p in parts):
             return None
@@ -486,6 +522,8 @@ class NestedFunctionValue(_Function):
         extra = {k: v for k, v in self.assigned.items()}
         if self.annotations is not None and "__annotations__" not in extra:
             extra["__annotations__"] = self.annotations   # (a tuple of names and values)
+        if self.annotate is not None and "__annotations__" not in extra:
+            extra["__annotate__"] = self.annotate   # 3.14: computes them when read
         if self.dict_value is not None:
             extra["__dict__"] = self.dict_value
         if extra:

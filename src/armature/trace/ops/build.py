@@ -48,7 +48,7 @@ def set_update(f, inst):
     set_order.record(target, ("call", "update", [snap]) if snap is not None else None)
 
 
-@opcode("BUILD_CONST_KEY_MAP")
+@opcode("BUILD_CONST_KEY_MAP", until=(3, 13))
 def build_const_key_map(f, inst):
     keys = f.pop().as_python_constant()
     values = f.popn(inst.arg, raw=True)

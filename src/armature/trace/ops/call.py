@@ -95,7 +95,7 @@ def call_function_ex(f, inst):
     _call_ex(f, fn, args_v, kwargs_v)
 
 
-@opcode("CALL_FUNCTION_EX", since=(3, 13))
+@opcode("CALL_FUNCTION_EX", since=(3, 13), until=(3, 13))
 def call_function_ex_313(f, inst):
     """3.13: ``func, NULL, callargs[, kwargs]``."""
     kwargs_v = f.pop() if inst.arg & 1 else None
@@ -148,6 +148,10 @@ def set_function_attribute(f, inst):
         fn.closure = tuple(attr.items)
     elif inst.arg == 0x04:
         fn.annotations = attr   # (read only through __annotations__)
+    elif inst.arg == 0x10:
+        fn.annotate = attr      # 3.14 (PEP 649): __annotations__ calls it
+    else:
+        raise Unsupported(f"SET_FUNCTION_ATTRIBUTE {inst.arg:#x}")
     f.push(fn)
 
 

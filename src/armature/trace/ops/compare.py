@@ -6,7 +6,7 @@ from ...values.operators import binary_op, compare_op, contains, is_same, unary_
 from ..pyversion import opcode
 
 
-@opcode("BINARY_OP")
+@opcode("BINARY_OP", until=(3, 13))   # 3.14: ops/py314.py (subscripts too)
 def binary(f, inst):
     b = f.pop()
     a = f.pop()

@@ -24,7 +24,7 @@ def return_value(f, inst):
     f.return_value = f.pop_raw()
 
 
-@opcode("RETURN_CONST", since=(3, 12))
+@opcode("RETURN_CONST", since=(3, 12), until=(3, 13))
 def return_const(f, inst):
     f.return_value = ConstantValue(inst.argval)
 

@@ -245,7 +245,7 @@ def delete_attr(f, inst):
     obj.delattr(f, inst.argval)
 
 
-@opcode("BINARY_SUBSCR")
+@opcode("BINARY_SUBSCR", until=(3, 13))   # 3.14: BINARY_OP 26 (ops/py314.py)
 def binary_subscr(f, inst):
     index = f.pop()
     obj = f.pop()

@@ -15,7 +15,7 @@ from ...values.exceptions import ExcInfoSlot, ExceptionValue
 from ..pyversion import opcode
 
 
-@opcode("BEFORE_WITH")
+@opcode("BEFORE_WITH", until=(3, 13))   # 3.14: LOAD_SPECIAL (ops/py314.py)
 def before_with(f, inst):
     mgr = f.pop()
     enter = mgr.getattr(f, "__enter__")
@@ -97,7 +97,7 @@ def reraise(f, inst):
     _raise(_as_exception(f, exc))
 
 
-@opcode("WITH_EXCEPT_START")
+@opcode("WITH_EXCEPT_START", until=(3, 13))   # 3.14: ops/py314.py
 def with_except_start(f, inst):
     exc = f.stack[-1]
     exit_fn = f.stack[-4]
@@ -106,7 +106,7 @@ def with_except_start(f, inst):
     f.push(exit_fn.call(f, [typ, exc, ConstantValue(None)], {}))
 
 
-@opcode("LOAD_ASSERTION_ERROR")
+@opcode("LOAD_ASSERTION_ERROR", until=(3, 13))   # 3.14: LOAD_COMMON_CONSTANT
 def load_assertion_error(f, inst):
     from ...values.builder import wrap
     f.push(wrap(f.ctx, AssertionError, None))
