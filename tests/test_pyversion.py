@@ -195,10 +195,10 @@ def test_the_312_opcode_list_is_the_interpreters():
 
 
 def test_supported_versions():
-    assert pyversion.SUPPORTED == ((3, 11), (3, 12), (3, 13))
+    assert pyversion.SUPPORTED == ((3, 11), (3, 12), (3, 13), (3, 14))
 
 
-@pytest.mark.parametrize("version", [(3, 11), (3, 12), (3, 13)])
+@pytest.mark.parametrize("version", [(3, 11), (3, 12), (3, 13), (3, 14)])
 def test_each_supported_version_gets_one_handler_per_opcode(version):
     handlers = pyversion.handlers_for(version)
     assert not [n for n, fns in handlers.items() if len(fns) > 1]
