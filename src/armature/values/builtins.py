@@ -214,10 +214,20 @@ def _vars(tx, *args):
 @rule(isinstance)
 def _isinstance(tx, obj, classinfo):
     cls = classinfo.as_python_constant()
+    from .metaclasses import isinstance_through_metaclass
+    through = isinstance_through_metaclass(tx, obj, cls)
+    if through is not None:
+        return through
     try:
         return ConstantValue(issubclass(obj.python_type(), cls))
     except TypeError:
         raise user_error(TypeError, "isinstance() arg 2 must be a type, a tuple of types, or a union") from None
+
+
+@rule(type.__call__)
+def _type_call(tx, cls, *args, **kwargs):
+    from .metaclasses import type_call
+    return type_call(tx, cls, args, kwargs)
 
 
 @rule(issubclass)
