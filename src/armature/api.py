@@ -138,16 +138,32 @@ class CompiledFunction:
         return cf._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
+        """No entry's guards passed: compile (or decide to run the original
+        code) under the cache's lock, then run outside it.  A thread that
+        waited on the lock first tries the entries another thread added
+        meanwhile, so concurrent first calls make the entries one thread would."""
         f, fk = self._fn, self._fn_arg
         cache = self._cache
-        if cache.limit_hit:
+        with cache.lock:
+            entry = _entry_for(cache.entries, args, fk, kwargs)
+            if entry is None:
+                entry = self._compile_miss(args, kwargs)
+        if entry is _RUN_EAGER:
             return f(*args, **kwargs)
+        return entry.run(*args, **fk, **kwargs)
+
+    def _compile_miss(self, args, kwargs):
+        """A new entry for this call, or _RUN_EAGER (the cache's lock held)."""
+        f = self._fn
+        cache = self._cache
+        if cache.limit_hit:
+            return _RUN_EAGER
         backend = self._backend
         st = _stance.current
         if st is not _stance.DEFAULT:
             how = _stance_on_miss(self, st, args, kwargs)
             if how is _RUN_EAGER:
-                return f(*args, **kwargs)
+                return _RUN_EAGER
             if how is not None:
                 backend = how
         if cache.entries:
@@ -170,7 +186,7 @@ class CompiledFunction:
                 if _record.active:
                     _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
                                       f"last reason: {reason}", module=self._module_of_call())
-                return f(*args, **kwargs)
+                return _RUN_EAGER
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
                                  dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic),
@@ -180,11 +196,11 @@ class CompiledFunction:
         except DynamicDimSpecialized as e:
             raise e.with_traceback(None) from None
         if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
-            return f(*args, **kwargs)
+            return _RUN_EAGER
         cache.add(entry)
         if _record.active:
             _record.entry_added(f, cache, entry, module=self._module_of_call())
-        return entry.run(*args, **fk, **kwargs)
+        return entry
 
     def _module_of_call(self):
         """The module when this compiles a CompiledModule's call (for the
@@ -224,7 +240,7 @@ class CompiledModule(torch.nn.Module):
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
                                   bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic)
-            self._armature_forwards["call"] = cf
+            cf = self._armature_forwards.setdefault("call", cf)   # (threads: one cache for all)
         return cf
 
     def __call__(self, *args, **kwargs):
@@ -273,6 +289,18 @@ class CompiledModule(torch.nn.Module):
 
 
 _RUN_EAGER = object()
+
+
+def _entry_for(entries, args, fk, kwargs):
+    """The first of ``entries`` whose guards pass (None: none does;
+    _RUN_EAGER: the arguments do not bind, eager raises its own TypeError)."""
+    for entry in list(entries):
+        try:
+            if entry.guard(*args, **fk, **kwargs):
+                return entry
+        except TypeError:
+            return _RUN_EAGER
+    return None
 
 
 def _stance_on_miss(cf: CompiledFunction, st, args, kwargs):
