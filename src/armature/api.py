@@ -60,7 +60,7 @@ class CompiledFunction:
         self._forced: dict = {}
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):   # (positional-only: a keyword argument may be named self)
         if self._has_self:
             args = (self._self, *args)
         self._cache.calls += 1
@@ -254,6 +254,11 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._compiled_call()(*args, **kwargs)
 
+    def __bool__(self) -> bool:
+        """The original's truth (an empty Sequential or ModuleList is false):
+        ``if module:`` reads the same with the compiled module in its place."""
+        return bool(self._orig_mod)
+
     def train(self, mode: bool = True):
         self._orig_mod.train(mode)
         return self
@@ -289,6 +294,24 @@ class CompiledModule(torch.nn.Module):
 
 
 _RUN_EAGER = object()
+
+#: callables implemented in C that armature.compile accepts (as torch.compile
+#: does): what is compiled is a Python function calling one
+_C_FUNCTIONS = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
+                types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
+
+
+def _calling(fn):
+    """A Python function that calls ``fn`` (a C function) with its arguments."""
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+    for name in ("__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(call, name, getattr(fn, name))
+        except (AttributeError, TypeError):
+            pass
+    call.__wrapped__ = fn
+    return call
 
 
 def _entry_for(entries, args, fk, kwargs):
@@ -486,6 +509,8 @@ def compile(model: Callable | None = None, *, backend: str | Callable = "inducto
             if isinstance(call, types.FunctionType):
                 return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True,
                                         dynamic=dynamic)
+            if isinstance(obj, _C_FUNCTIONS):   # torch.sin, math.exp: compiled as a call of it
+                return CompiledFunction(_calling(obj), backend_fn, fullgraph, dynamic=dynamic)
             raise TypeError(f"armature.compile: cannot compile {obj!r}: it is a {type(obj).__name__} "
                             "implemented in C; compile a Python function or nn.Module that calls it")
         raise TypeError(f"armature.compile: expected a function or nn.Module, got {type(obj).__name__}")
