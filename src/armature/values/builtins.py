@@ -707,3 +707,16 @@ from . import strings as _strings  # noqa: E402
 _strings.register(RULES)
 
 _state_queries.register(RULES)
+
+
+@rule(_torch.device)
+def _torch_device(tx, *args, **kwargs):
+    """``torch.device("cpu")`` made in the frame: a constant (a device is
+    nothing but its type and index); a bad spec raises eager's error."""
+    from .containers import unwrap_constants
+    a, k = unwrap_constants(args, kwargs, what="torch.device()")
+    try:
+        return ConstantValue(_torch.device(*a, **k))
+    except Exception as e:  # noqa: BLE001 - eager raises it
+        from .operators import folded_exception
+        raise folded_exception(_torch.device, e) from None
