@@ -254,11 +254,6 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._compiled_call()(*args, **kwargs)
 
-    def __bool__(self) -> bool:
-        """The original's truth (an empty Sequential or ModuleList is false):
-        ``if module:`` reads the same with the compiled module in its place."""
-        return bool(self._orig_mod)
-
     def train(self, mode: bool = True):
         self._orig_mod.train(mode)
         return self
