@@ -65,7 +65,7 @@ class CompiledFunction:
         self._top = True
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):   # (positional-only: a keyword argument may be named self)
         if self._has_self:
             args = (self._self, *args)
         self._cache.calls += 1
@@ -145,16 +145,32 @@ class CompiledFunction:
         return cf._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
+        """No entry's guards passed: compile (or decide to run the original
+        code) under the cache's lock, then run outside it.  A thread that
+        waited on the lock first tries the entries another thread added
+        meanwhile, so concurrent first calls make the entries one thread would."""
         f, fk = self._fn, self._fn_arg
         cache = self._cache
-        if cache.limit_hit:
+        with cache.lock:
+            entry = _entry_for(cache.entries, args, fk, kwargs)
+            if entry is None:
+                entry = self._compile_miss(args, kwargs)
+        if entry is _RUN_EAGER:
             return f(*args, **kwargs)
+        return entry.run(*args, **fk, **kwargs)
+
+    def _compile_miss(self, args, kwargs):
+        """A new entry for this call, or _RUN_EAGER (the cache's lock held)."""
+        f = self._fn
+        cache = self._cache
+        if cache.limit_hit:
+            return _RUN_EAGER
         backend = self._backend
         st = _stance.current
         if st is not _stance.DEFAULT:
             how = _stance_on_miss(self, st, args, kwargs)
             if how is _RUN_EAGER:
-                return f(*args, **kwargs)
+                return _RUN_EAGER
             if how is not None:
                 backend = how
         if cache.entries:
@@ -177,7 +193,7 @@ class CompiledFunction:
                 if _record.active:
                     _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
                                       f"last reason: {reason}", module=self._module_of_call())
-                return f(*args, **kwargs)
+                return _RUN_EAGER
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
                                  dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic),
@@ -187,11 +203,11 @@ class CompiledFunction:
         except DynamicDimSpecialized as e:
             raise e.with_traceback(None) from None
         if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
-            return f(*args, **kwargs)
+            return _RUN_EAGER
         cache.add(entry)
         if _record.active:
             _record.entry_added(f, cache, entry, module=self._module_of_call())
-        return entry.run(*args, **fk, **kwargs)
+        return entry
 
     def _module_of_call(self):
         """The module when this compiles a CompiledModule's call (for the
@@ -240,7 +256,7 @@ class CompiledModule(torch.nn.Module):
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
                                   bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic)
             cf._module_parameters = mp
-            self._armature_forwards[mp] = cf
+            cf = self._armature_forwards.setdefault(mp, cf)   # (threads: one cache for all)
         return cf
 
     def __call__(self, *args, **kwargs):
@@ -297,6 +313,36 @@ class CompiledModule(torch.nn.Module):
 
 
 _RUN_EAGER = object()
+
+#: callables implemented in C that armature.compile accepts (as torch.compile
+#: does): what is compiled is a Python function calling one
+_C_FUNCTIONS = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodWrapperType,
+                types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
+
+
+def _calling(fn):
+    """A Python function that calls ``fn`` (a C function) with its arguments."""
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+    for name in ("__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(call, name, getattr(fn, name))
+        except (AttributeError, TypeError):
+            pass
+    call.__wrapped__ = fn
+    return call
+
+
+def _entry_for(entries, args, fk, kwargs):
+    """The first of ``entries`` whose guards pass (None: none does;
+    _RUN_EAGER: the arguments do not bind, eager raises its own TypeError)."""
+    for entry in list(entries):
+        try:
+            if entry.guard(*args, **fk, **kwargs):
+                return entry
+        except TypeError:
+            return _RUN_EAGER
+    return None
 
 
 def _stance_on_miss(cf: CompiledFunction, st, args, kwargs):
@@ -482,6 +528,8 @@ def compile(model: Callable | None = None, *, backend: str | Callable = "inducto
             if isinstance(call, types.FunctionType):
                 return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True,
                                         dynamic=dynamic)
+            if isinstance(obj, _C_FUNCTIONS):   # torch.sin, math.exp: compiled as a call of it
+                return CompiledFunction(_calling(obj), backend_fn, fullgraph, dynamic=dynamic)
             raise TypeError(f"armature.compile: cannot compile {obj!r}: it is a {type(obj).__name__} "
                             "implemented in C; compile a Python function or nn.Module that calls it")
         raise TypeError(f"armature.compile: expected a function or nn.Module, got {type(obj).__name__}")

@@ -1,12 +1,23 @@
 """Typed tracing options, read through the tracer (never at import time).
 
-``config.patch(name=value)`` works as a context manager and as a decorator.
+Four ways to set an option, one mechanism: ``armature.config.name = value``
+(this module's class is :class:`_ConfigModule`, whose ``__setattr__`` routes
+an option to :data:`config`), ``config.set(name=value)``,
+``config.patch(name=value)`` (a context manager and a decorator), and the
+environment variable ``ARMATURE_<NAME>`` read when armature is imported
+(``ARMATURE_RECOMPILE_LIMIT=2``).  Every one of them ends in
+``Config.__setattr__``, which checks the name, the type and the range: an
+unknown name, a wrong type or a value out of range raises, so a setting is
+never silently dropped (an assignment to a misspelt name used to land on the
+module and do nothing).
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
+import sys
+import types
 from typing import Any
 
 
@@ -64,22 +75,52 @@ class Config:
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 
-
-config = Config()
-
-
-def dynamic_sources_list() -> list[str]:
-    return config.dynamic_sources_list()
+    def __setattr__(self, name: str, value: Any) -> None:
+        _check(name, value)
+        object.__setattr__(self, name, value)
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+#: each option's type (the annotations are strings here)
+_TYPES = {name: {"int": int, "bool": bool, "str": str}[f.type] for name, f in _FIELDS.items()}
+
+
+def _from_env(name: str, raw: str) -> Any:
+    """An option's value spelt in the environment (``ARMATURE_<NAME>``)."""
+    kind = _TYPES[name]
+    var = f"ARMATURE_{name.upper()}"
+    if kind is bool:
+        low = raw.strip().lower()
+        if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ValueError(f"{var}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+        return low in ("1", "true", "yes", "on")
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"{var}={raw!r}: expected an integer") from None
+    return raw
+
+
+def _config_from_env() -> "Config":
+    made = Config()
+    for name in _FIELDS:
+        raw = os.environ.get(f"ARMATURE_{name.upper()}")
+        if raw is None or name == "dynamic_sources":   # (its default reads the variable)
+            continue
+        value = _from_env(name, raw)
+        try:
+            setattr(made, name, value)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"ARMATURE_{name.upper()}={raw!r}: {e}") from None
+    return made
 
 
 def _check(name: str, value: Any) -> None:
     if name not in _FIELDS:
         raise AttributeError(
             f"armature.config has no option {name!r}; options: {', '.join(sorted(_FIELDS))}")
-    expected = type(getattr(Config(), name))
+    expected = _TYPES[name]
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise TypeError(f"armature.config.{name} must be {expected.__name__}, got {value!r}")
     if name == "recompile_limit" and value < 1:
@@ -87,6 +128,13 @@ def _check(name: str, value: Any) -> None:
     if name == "module_parameters" and value not in ("attributes", "inputs"):
         raise ValueError("armature.config.module_parameters must be 'attributes' or 'inputs', "
                          f"got {value!r}")
+
+
+config = _config_from_env()
+
+
+def dynamic_sources_list() -> list[str]:
+    return config.dynamic_sources_list()
 
 
 class _Patch(contextlib.ContextDecorator):
@@ -123,4 +171,26 @@ def __getattr__(name: str) -> Any:
     # ``armature.config.recompile_limit`` reads the live value.
     if name in _FIELDS:
         return getattr(config, name)
-    raise AttributeError(name)
+    raise AttributeError(f"armature.config has no option {name!r}; options: {', '.join(sorted(_FIELDS))}")
+
+
+class _ConfigModule(types.ModuleType):
+    """This module's class: ``armature.config.name = value`` sets the option
+    (checked), instead of adding a module attribute that nothing reads."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FIELDS:
+            setattr(config, name, value)
+            return
+        if name not in self.__dict__ and not name.startswith("_"):
+            _check(name, value)   # raises: not an option (a misspelt one, most likely)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in _FIELDS:
+            raise AttributeError(f"armature.config.{name} is an option: it cannot be deleted "
+                                 f"(set it, or use config.patch to change it for a while)")
+        super().__delattr__(name)
+
+
+sys.modules[__name__].__class__ = _ConfigModule

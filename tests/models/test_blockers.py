@@ -173,6 +173,47 @@ def test_model_output():
     check(f, X)
 
 
+class _BCCacheNameMeta(type):
+    """transformers 5.24 gave every model output class (ModelOutput) this
+    metaclass, which only defines __setattr__ (renaming old keyword names in
+    the dataclass __init__); armature broke the graph at every output made
+    in forward (BERT, GPT-2, LLaMA, T5, BART, ViT: 2-4 graphs instead of 1)."""
+
+    def __setattr__(cls, name, value):
+        if name == "__init__":
+            init = value
+
+            @functools.wraps(init)
+            def __init__(self, *args, **kwargs):
+                if "past_key_values" in kwargs:
+                    kwargs["cache"] = kwargs.pop("past_key_values")
+                init(self, *args, **kwargs)
+
+            value = __init__
+        super().__setattr__(name, value)
+
+
+class _MetaOutput(collections.OrderedDict, metaclass=_BCCacheNameMeta):
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+
+@dataclasses.dataclass
+class _CachedOutput(_MetaOutput):
+    last_hidden_state: torch.Tensor = None
+    cache: torch.Tensor = None
+
+
+def test_model_output_with_transformers_5_24_metaclass():
+    def f(x):
+        out = _CachedOutput(last_hidden_state=x + 1, past_key_values=x * 2)
+        return out.last_hidden_state + out["cache"]
+    check(f, X)
+
+
 class _Inner(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -548,3 +548,55 @@ def test_container_made_per_call_still_guards_its_members():
     m.layers.append(_lin(43))
     twin.layers.append(_lin(43))
     assert_equal(twin(x), cm(x))
+
+
+class LazyPair(nn.modules.lazy.LazyModuleMixin, nn.Module):
+    """A lazy module whose input is a list (or tuple) of tensors: its
+    initialisation hook reads the structure (torch's test_lazy_module
+    cases with list/tuple inputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.parameter.UninitializedParameter()
+
+    def initialize_parameters(self, xs):
+        if self.has_uninitialized_params():
+            with torch.no_grad():
+                self.weight.materialize(xs[0].shape[-1:])
+                self.reset_parameters()
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params():
+            nn.init.uniform_(self.weight)
+
+    def forward(self, xs):
+        return xs[0] * self.weight + xs[1]
+
+
+def make_lazy_from_list(compile):
+    torch.manual_seed(5)
+    m = LazyPair()
+
+    def f(x):
+        return m([x.sin(), x]).cos()
+
+    return compile(f), m
+
+
+def make_lazy_from_tuple(compile):
+    torch.manual_seed(5)
+    m = LazyPair()
+
+    def f(x):
+        return m((x, x * 2)).sum()
+
+    return compile(f), m
+
+
+@pytest.mark.parametrize("make", [make_lazy_from_list, make_lazy_from_tuple])
+def test_lazy_module_initialised_from_a_list_or_tuple(make):
+    check(make, [(t(2, 4),), (t(2, 4),)])
+    counter = CountingBackend("eager")
+    compiled, m = make(lambda f: armature.compile(f, backend=counter, fullgraph=True))
+    compiled(t(2, 4))
+    assert counter.frame_count == 1 and not m.has_uninitialized_params()

@@ -59,7 +59,9 @@ class OutputGraph:
         self.inputs: list[GraphInput] = []
         self.attrs: dict[str, torch.Tensor] = {}
         self._last_placeholder: torch.fx.Node | None = None
-        self._names: set[str] = set()
+        #: node names taken ("self" is the GraphModule's own forward parameter: an
+        #: input named after a user's parameter called self becomes self_1)
+        self._names: set[str] = {"self"}
         self.op_count = 0
         #: some node writes into a tensor in place (an input may be mutated)
         self.mutates = False

@@ -1,6 +1,7 @@
 """Cache entries and the per-code caches that hold them."""
 from __future__ import annotations
 
+import threading
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -71,6 +72,12 @@ class CodeCache:
     #: skip_guard_eval_unsafe: [(entry, guard function of only the guards
     #: that tell the entries apart)], rebuilt when entries change
     _distinguishing: list | None = field(default=None, repr=False)
+    #: held while a miss decides what to do and compiles (not while an
+    #: entry or the original code runs): threads that miss at once compile
+    #: one after the other, each looking at the entries again first, so
+    #: they make the entries and dynamic-shape decisions one thread would
+    #: (reentrant: a compile that calls back into this code's dispatch)
+    lock: Any = field(default_factory=threading.RLock, repr=False)
 
     def policy(self, mode: bool | None):
         """What the next trace of this code may treat as dynamic."""

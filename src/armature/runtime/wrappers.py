@@ -46,7 +46,7 @@ def resume_function_for(fn, code, offset, slots, local_names, cell_names, backen
         cf._resume = True
         cf._top = False
         cf._module_parameters = module_parameters
-        _RESUME[key] = cf
+        cf = _RESUME.setdefault(key, cf)   # (threads: the first one stored is the one every caller uses)
     return cf
 
 
@@ -64,7 +64,6 @@ class NestedCompiled:
 
     def call(self, fn, *args, **kwargs):
         from . import stance
-        from .compile_frame import compile_call
         if stance.special and stance.current.stance == "force_eager":
             return fn(*args, **kwargs)
         for entry in self._cache.entries:
@@ -75,25 +74,41 @@ class NestedCompiled:
             if hit:
                 result = entry.run(*args, **{FN_ARG: fn}, **kwargs)
                 return result.run() if type(result) is TailCall else result
+        with self._cache.lock:   # (see CompiledFunction._miss: one compile at a time, entries re-read)
+            entry = self._compile_miss(fn, args, kwargs)
+        if entry is None:
+            return fn(*args, **kwargs)
+        result = entry.run(*args, **{FN_ARG: fn}, **kwargs)
+        return result.run() if type(result) is TailCall else result
+
+    def _compile_miss(self, fn, args, kwargs):
+        """The entry to run this call with, or None to run ``fn`` itself."""
+        from . import stance
+        from .compile_frame import compile_call
+        for entry in list(self._cache.entries):   # added by another thread while this one waited
+            try:
+                if entry.guard(*args, **{FN_ARG: fn}, **kwargs):
+                    return entry
+            except TypeError:
+                return None
         from .. import config as config_mod
         if len(self._cache.entries) >= config_mod.config.recompile_limit:
-            return fn(*args, **kwargs)
+            return None
         name = stance.current.stance
         if name in ("force_eager", "eager_on_recompile"):
-            return fn(*args, **kwargs)
+            return None
         if name == "fail_on_recompile":
             raise stance.RecompileError(
                 f"armature: {fn.__qualname__} (a function made inside compiled code) would compile under the "
                 "stance 'fail_on_recompile'")
         entry = compile_call(fn, args, kwargs, self._backend, False)
         if entry is None:
-            return fn(*args, **kwargs)
+            return None
         self._cache.add(entry)
         from ..diagnostics import record
         if record.active:
             record.entry_added(fn, self._cache, entry)
-        result = entry.run(*args, **{FN_ARG: fn}, **kwargs)
-        return result.run() if type(result) is TailCall else result
+        return entry
 
 
 _NESTED: dict[tuple, NestedCompiled] = {}
@@ -103,7 +118,7 @@ def nested_compiled_for(code, backend) -> NestedCompiled:
     key = (code, backend)
     nc = _NESTED.get(key)
     if nc is None:
-        nc = _NESTED[key] = NestedCompiled(code, backend)
+        nc = _NESTED.setdefault(key, NestedCompiled(code, backend))
     return nc
 
 
@@ -114,9 +129,10 @@ def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
     key = (fn, backend, dynamic, module_parameters)
     cf = _WRAPPERS.get(key)
     if cf is None:
-        cf = _WRAPPERS[key] = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
-        cf._top = False
-        cf._module_parameters = module_parameters
+        made = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
+        made._top = False
+        made._module_parameters = module_parameters
+        cf = _WRAPPERS.setdefault(key, made)
     return cf
 
 

@@ -286,10 +286,14 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType:
         from .per_call_classes import reached_through_per_call_class
         per_call = source is not None and reached_through_per_call_class(ctx, source)
-        if source is not None and (source in ctx.dynamic_sources or per_call) \
+        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__ \
+            and obj.__closure__ is None   # (a closure's cells may be the frame's own: identity)
+        if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
                 and not torch_ops.is_graph_function(obj):
             # a function made anew on every call (api's automatic-generic
-            # bookkeeping, or a method of a class made per call:
+            # bookkeeping, a closure-free function defined inside another one
+            # handed in as an argument -- a lambda its caller makes per call,
+            # which torch.compile guards by code too -- or a method of a class made per call:
             # values/per_call_classes.py): what a call of it depends on is its code and
             # globals; closure cells and defaults are read through it.  (A
             # method a class decorator generates per class, dataclass's

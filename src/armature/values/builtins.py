@@ -242,10 +242,20 @@ def _vars(tx, *args):
 @rule(isinstance)
 def _isinstance(tx, obj, classinfo):
     cls = classinfo.as_python_constant()
+    from .metaclasses import isinstance_through_metaclass
+    through = isinstance_through_metaclass(tx, obj, cls)
+    if through is not None:
+        return through
     try:
         return ConstantValue(issubclass(obj.python_type(), cls))
     except TypeError:
         raise user_error(TypeError, "isinstance() arg 2 must be a type, a tuple of types, or a union") from None
+
+
+@rule(type.__call__)
+def _type_call(tx, cls, *args, **kwargs):
+    from .metaclasses import type_call
+    return type_call(tx, cls, args, kwargs)
 
 
 @rule(issubclass)
@@ -727,3 +737,16 @@ _strings.register(RULES)
 
 _state_queries.register(RULES)
 _cuda_queries.register(RULES)
+
+
+@rule(_torch.device)
+def _torch_device(tx, *args, **kwargs):
+    """``torch.device("cpu")`` made in the frame: a constant (a device is
+    nothing but its type and index); a bad spec raises eager's error."""
+    from .containers import unwrap_constants
+    a, k = unwrap_constants(args, kwargs, what="torch.device()")
+    try:
+        return ConstantValue(_torch.device(*a, **k))
+    except Exception as e:  # noqa: BLE001 - eager raises it
+        from .operators import folded_exception
+        raise folded_exception(_torch.device, e) from None

@@ -285,6 +285,17 @@ class UserFunctionValue(_Function):
             out.append(v)
         return tuple(out)
 
+    def reconstruct(self, out):
+        """Residual code (a graph break hands the function on): its source,
+        or, for one read without a source of its own (a staticmethod read
+        through an instance, a function of a class dict), the very object as
+        a constant: the read that found it was guarded, so it is the
+        function this entry runs with."""
+        if self.source is None:
+            out.load_const(self.fn)
+            return
+        super().reconstruct(out)
+
     def __repr__(self):
         return f"<function {self.code.co_qualname}>"
 

@@ -523,6 +523,12 @@ def initialize_lazy(tx, value: ModuleValue, args, kwargs) -> None:
             return v.fake
         if v.is_python_constant():
             return v.as_python_constant()
+        from .containers import DictValue, ListValue, TupleValue
+        if isinstance(v, ListValue) or (isinstance(v, TupleValue) and v.cls is tuple):
+            # (a list or tuple of inputs: the hook sees the same structure of fakes)
+            return type(v.python_type()())(fake_of(item) for item in v.items)
+        if isinstance(v, DictValue) and v.cls is dict and all(isinstance(k, (str, int)) for k in v.items):
+            return {k: fake_of(item) for k, item in v.items.items()}
         raise Unsupported(f"{what} from {v}")
 
     fake_args = [fake_of(a) for a in args]

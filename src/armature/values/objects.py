@@ -345,13 +345,20 @@ def _make_size(tx, args, kwargs):
     return TupleValue(items, cls=torch.Size)
 
 
-def instantiate(tx, cls_value: ClassValue, args, kwargs) -> "ObjectValue":
+def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool = True) -> "ObjectValue":
+    """``cls(*args, **kwargs)`` for a Python class: the metaclass's ``__call__``
+    when it has its own (any other metaclass method -- ``__setattr__``,
+    ``__new__`` for classes, ``__getattr__`` -- plays no part in making an
+    instance), else ``type.__call__``'s ``__new__`` then ``__init__``."""
     import abc
     import collections
     cls = cls_value.cls
-    from .class_def import plain_metaclass
-    if type(cls) not in (type, abc.ABCMeta) and not plain_metaclass(type(cls)):
-        raise Unsupported(f"creating an instance of {cls.__qualname__} (metaclass {type(cls).__name__})")
+    meta = type(cls)
+    if through_metaclass and meta not in (type, abc.ABCMeta):
+        call_raw, owner = find_class_attr(meta, "__call__")
+        if call_raw is not type.__call__:
+            from .metaclasses import metaclass_call
+            return metaclass_call(tx, cls_value, call_raw, owner, args, kwargs)
     if getattr(cls, "__abstractmethods__", None):
         from ..trace.pyversion import at_least
         names = sorted(cls.__abstractmethods__)
@@ -937,6 +944,9 @@ class SuperValue(Value):
         self.start, self.obj = start, obj
 
     def getattr(self, tx, name):
+        if isinstance(self.obj, ClassValue) and not issubclass(self.obj.cls, self.start):
+            from .metaclasses import metaclass_super_attr   # super() in a metaclass method
+            return metaclass_super_attr(tx, self.start, self.obj, name)
         objtype = self.obj.cls if isinstance(self.obj, ClassValue) else self.obj.python_type()
         mro = objtype.__mro__
         idx = mro.index(self.start) + 1

@@ -103,6 +103,9 @@ class TensorValue(Value):
             return wrap(tx.ctx, real.grad, AttrSource(self.source, "grad"))
         if name in ("data",):
             return graph_call(tx, "call_method", "detach", [self], {})
+        if name == "__class__":   # (the tensor's guards fix its class)
+            from .builder import wrap
+            return wrap(tx.ctx, self.cls, None)
         attr = getattr(torch.Tensor, name, None)
         if attr is None:
             if getattr(self.cls, "__getattr__", None):
@@ -200,6 +203,11 @@ class TensorMethodValue(Value):
         if name == "numpy":
             from .numpy import tensor_numpy
             return tensor_numpy(tx, t, args, kwargs)
+        if name == "type" and len(args) == 1 and not kwargs and _legacy_type(args[0]) is not None:
+            # x.type(torch.HalfTensor): x.to(device, dtype) of the legacy type (x itself when equal)
+            legacy = _legacy_type(args[0])
+            device = ConstantValue(torch.device("cuda" if legacy.is_cuda else "cpu"))
+            return TensorMethodValue(t, "to").call(tx, [], {"device": device, "dtype": ConstantValue(legacy.dtype)})
         if name in UNTRACEABLE_METHODS:
             raise Unsupported(UNTRACEABLE_METHODS[name],
                               hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
@@ -235,6 +243,15 @@ class TensorMethodValue(Value):
 
     def __repr__(self):
         return f"<method Tensor.{self.name} of {self.tensor}>"
+
+
+def _legacy_type(v: Value):
+    """The legacy tensor type (``torch.HalfTensor``, ``torch.cuda.FloatTensor``)
+    a Value holds, or None; sparse ones are not modelled."""
+    cls = getattr(v, "cls", None)
+    if cls is None or type(cls).__name__ != "tensortype" or getattr(cls, "is_sparse", True):
+        return None
+    return cls
 
 
 def _is_inplace_method(name: str) -> bool:
