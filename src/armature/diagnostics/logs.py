@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 
-ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic")
+ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic", "regions")
 
 _root = logging.getLogger("armature")
 

@@ -44,12 +44,17 @@ user's callable), "off".  Export never uses regions.
 from __future__ import annotations
 
 import contextlib
+import logging
 import operator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
+
+from ..diagnostics import logs
+
+log = logs.artifact("regions")
 
 #: a module call merged automatically has at least this many ops
 MIN_OPS = 5
@@ -68,6 +73,8 @@ class _Record:
     marked: bool
     start: int            # op_nodes[start:end]
     end: int
+    before: Any           # the graph's last node before the call (None: empty graph)
+    after: Any            # and after it: the call's nodes lie between
     depth: int
     pure: bool            # no Python side effect was recorded during the call
 
@@ -92,13 +99,15 @@ def region(tx, key, marked: bool = False):
     recs = _records(graph)
     depth = graph.region_depth
     start, effects = len(graph.op_nodes), len(ctx.effects)
+    before = next(reversed(graph.graph.nodes), None)
     depth[0] += 1
     try:
         yield
     finally:
         depth[0] -= 1
     # (reached only when the call returned: a raise leaves nothing recorded)
-    recs.append(_Record(graph, (key, ctx.grad_enabled), marked, start, len(graph.op_nodes), depth[0],
+    recs.append(_Record(graph, (key, ctx.grad_enabled), marked, start, len(graph.op_nodes),
+                        before, next(reversed(graph.graph.nodes), None), depth[0],
                         len(ctx.effects) == effects))
 
 
@@ -197,7 +206,6 @@ def merge(gm: torch.fx.GraphModule, graph, config, backend) -> "torch.fx.GraphMo
     g = torch.fx.Graph()
     val_map: dict = {}
     g.output(g.graph_copy(gm.graph, val_map))
-    op_nodes = [val_map.get(n) for n in graph.op_nodes]
     sym_nodes = {s: val_map[n] for s, n in graph.symbol_nodes.items() if n in val_map}
     out = torch.fx.GraphModule(gm, g, class_name=type(gm).__name__)
     counter = [0]
@@ -210,7 +218,7 @@ def merge(gm: torch.fx.GraphModule, graph, config, backend) -> "torch.fx.GraphMo
                 level.setdefault(r.key, []).append(r)
         for rs in level.values():
             if len(rs) > 1:
-                replaced += _merge_group(out, op_nodes, sym_nodes, rs, counter)
+                replaced += _merge_group(out, val_map, sym_nodes, rs, counter)
     if not replaced:
         return None
     out.graph.lint()
@@ -218,12 +226,12 @@ def merge(gm: torch.fx.GraphModule, graph, config, backend) -> "torch.fx.GraphMo
     return out
 
 
-def _merge_group(gm, op_nodes, sym_nodes, rs, counter) -> int:
+def _merge_group(gm, node_map, sym_nodes, rs, counter) -> int:
     alive = {n: i for i, n in enumerate(gm.graph.nodes)}
     nodes_in_order = list(gm.graph.nodes)
     clusters: dict = {}
     for r in rs:
-        cand = _candidate(op_nodes, sym_nodes, r, alive, nodes_in_order)
+        cand = _candidate(node_map, sym_nodes, r, alive, nodes_in_order)
         if cand is not None:
             clusters.setdefault(cand.signature, []).append(cand)
     n = 0
@@ -245,15 +253,20 @@ class _Candidate:
     __slots__ = ("nodes", "inputs", "outputs", "signature")
 
 
-def _candidate(op_nodes, sym_nodes, r: _Record, alive: dict, nodes_in_order: list) -> "_Candidate | None":
-    nodes = [n for n in op_nodes[r.start:r.end] if n is not None and n in alive]
-    if not nodes or (not r.marked and len(nodes) < MIN_OPS):
-        return None
+def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: list) -> "_Candidate | None":
+    ops = [n for n in map(node_map.get, r.graph.op_nodes[r.start:r.end]) if n is not None and n in alive]
+    if not ops or (not r.marked and len(ops) < MIN_OPS):
+        return None   # (too small to be worth a subgraph)
+    before, after = node_map.get(r.before), node_map.get(r.after)
+    if (r.before is not None and before not in alive) or after not in alive:
+        return _no(r, "its first or last node is gone (an earlier merge)")
+    lo = alive[before] + 1 if before is not None else 0
+    # every node made between the call's start and end (the getitems of a
+    # split, ...), but not its operands
+    nodes = [n for n in nodes_in_order[lo:alive[after] + 1] if n.op not in ("placeholder", "get_attr")]
     members = set(nodes)
-    lo, hi = min(alive[n] for n in nodes), max(alive[n] for n in nodes)
-    for n in nodes_in_order[lo:hi + 1]:
-        if n not in members and n.op not in ("placeholder", "get_attr"):
-            return None   # another node sits among the call's (made outside create_node)
+    if not members.issuperset(ops):
+        return _no(r, "its nodes are not contiguous")
     nodes.sort(key=alive.__getitem__)
     index = {n: i for i, n in enumerate(nodes)}
     inputs: list = []
@@ -280,33 +293,33 @@ def _candidate(op_nodes, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
             return ("slice", canon(a.start), canon(a.stop), canon(a.step))
         if a is Ellipsis:
             return ("...",)
-        raise _NotPure
+        raise _NotPure(repr(a))
 
     body = []
     try:
         for n in nodes:
             if not _pure_node(n):
-                return None
+                return _no(r, f"not pure: {n.format_node()}")
             body.append((n.op, n.target, canon(n.args), canon(n.kwargs)))
-    except _NotPure:
-        return None
+    except _NotPure as e:
+        return _no(r, f"an argument of another kind: {e}")
     outputs = [n for n in nodes if any(u not in members for u in n.users)]
     if not outputs:
-        return None
+        return _no(r, "no output is used")
     for o in outputs:
         if not isinstance(o.meta.get("val"), torch.Tensor):
-            return None
+            return _no(r, f"a non-tensor output: {o.format_node()}")
     in_meta = []
     for i in inputs:
         m = _meta(i.meta.get("val"))
         if m is None:
-            return None
+            return _no(r, f"an operand of another kind: {i.format_node()}")
         in_meta.append(m)
     if _aliases(inputs, outputs):
-        return None
+        return _no(r, "an output aliases an operand or another output")
     symbols = _free_symbols(sym_nodes, inputs)
     if symbols is None:
-        return None
+        return _no(r, "a size symbol that is not a graph input")
     c = _Candidate()
     c.nodes, c.outputs = nodes, outputs
     c.inputs = [sym_nodes[s] for s in symbols if sym_nodes[s] not in slot] + inputs
@@ -316,6 +329,17 @@ def _candidate(op_nodes, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
 
 class _NotPure(Exception):
     pass
+
+
+def _no(r: _Record, why: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("not merged: a call of %s: %s", _describe(r.key[0]), why)
+    return None
+
+
+def _describe(key) -> str:
+    kind, what = key
+    return what.__qualname__ if kind == "module" else f"{what.co_qualname} ({what.co_filename}:{what.co_firstlineno})"
 
 
 def _pure_node(n: torch.fx.Node) -> bool:
