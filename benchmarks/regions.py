@@ -214,7 +214,7 @@ def child(model: str, depth: int, compiler: str, iters: int) -> dict:
         eager = _median_time(lambda: m(*inputs), iters)
         if compiler.startswith("armature"):
             import armature
-            armature.config.regions = "auto" if compiler == "armature+regions" else "off"
+            armature.config.set(regions="auto" if compiler == "armature+regions" else "off")
             cm = armature.compile(m, backend="inductor")
         else:
             cm = torch.compile(m, backend="inductor")

@@ -98,7 +98,7 @@ def region(tx, key, marked: bool = False):
         return
     recs = _records(graph)
     depth = graph.region_depth
-    start, effects = len(graph.op_nodes), len(ctx.effects)
+    start, effects = len(graph.op_nodes), _writes(ctx)
     before = next(reversed(graph.graph.nodes), None)
     depth[0] += 1
     try:
@@ -108,7 +108,11 @@ def region(tx, key, marked: bool = False):
     # (reached only when the call returned: a raise leaves nothing recorded)
     recs.append(_Record(graph, (key, ctx.grad_enabled), marked, start, len(graph.op_nodes),
                         before, next(reversed(graph.graph.nodes), None), depth[0],
-                        len(ctx.effects) == effects))
+                        _writes(ctx) == effects))
+
+
+def _writes(ctx) -> int:
+    return ctx.effects.writes + len(ctx.effects)
 
 
 def module_key(mod: torch.nn.Module):
@@ -241,6 +245,8 @@ def _merge_group(gm, node_map, sym_nodes, rs, counter) -> int:
             continue
         name = f"repeated_subgraph{counter[0]}"
         counter[0] += 1
+        for c in cands:   # (an earlier cluster's outputs are getitems now)
+            c.inputs = [renamed.get(i, i) for i in c.inputs]
         gm.add_submodule(name, _subgraph(cands[0]))
         for c in cands:
             c.inputs = [renamed.get(i, i) for i in c.inputs]
