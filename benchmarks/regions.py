@@ -28,6 +28,7 @@ fresh ``TORCHINDUCTOR_CACHE_DIR`` and the FX graph cache off (cold caches),
 Usage:  python benchmarks/regions.py [--models gpt2,llama] [--depths 2,12,24]
         [--compilers armature,armature+regions,torch.compile,torch.compile+ncr]
         [--reps 3] [--iters 20] [--json PATH]
+        python benchmarks/regions.py --steady [--models ...] [--depths ...] [--rounds 15] [--threads 1]
         (``./dev suite --regions [args]``)
 """
 from __future__ import annotations
@@ -250,6 +251,42 @@ def _graph_stats(compiler: str, cm) -> tuple[int, int]:
     return int(counters["stats"]["unique_graphs"]), (-1 if calls is None else calls)
 
 
+def steady(model: str, depth: int, rounds: int, threads: int) -> dict:
+    """Steady-state speed in one process: armature without and with
+    regions and torch.compile, compiled once each, then timed in
+    interleaved rounds (each round calls every variant ``--iters``-free
+    10 times), so that load on a shared machine hits all variants alike."""
+    import torch
+    import armature
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    cls, make_inputs = _models(marked=False)[model]
+    m = cls(depth).eval()
+    inputs = make_inputs()
+    variants = {}
+    with torch.no_grad():
+        for name, regions in (("armature", "off"), ("armature+regions", "auto")):
+            armature.config.set(regions=regions)
+            variants[name] = armature.compile(m, backend="inductor")
+            variants[name](*inputs)
+        armature.config.set(regions="auto")
+        variants["torch.compile"] = torch.compile(m, backend="inductor")
+        variants["torch.compile"](*inputs)
+        variants["eager"] = m
+        times = {k: [] for k in variants}
+        for _ in range(rounds):
+            for name, fn in variants.items():
+                t0 = time.perf_counter()
+                for _ in range(10):
+                    fn(*inputs)
+                times[name].append((time.perf_counter() - t0) / 10)
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    return {"model": model, "depth": depth, "threads": threads, "median_ms": med,
+            "regions/armature": med["armature+regions"] / med["armature"],
+            "regions/torch.compile": med["armature+regions"] / med["torch.compile"],
+            "load": os.getloadavg()[0]}
+
+
 def run_child(model: str, depth: int, compiler: str, iters: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
@@ -299,7 +336,18 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--steady", action="store_true",
+                    help="steady-state speed only: the variants in one process, interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
+    if a.steady:
+        for model in a.models.split(","):
+            for depth in (int(d) for d in a.depths.split(",")):
+                with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
+                    os.environ.update(TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0")
+                    print(json.dumps(steady(model, depth, a.rounds, a.threads)), flush=True)
+        return
     if a.child:
         model, depth, compiler, iters = a.child
         print(json.dumps(child(model, int(depth), compiler, int(iters))))

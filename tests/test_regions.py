@@ -389,3 +389,33 @@ def test_inductor_dynamic_inference():
             x = torch.randn(2, t, 8)
             torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-5)
     assert calls(cm) == 4
+
+
+def test_backend_failing_on_regions_gets_the_inlined_graph():
+    from armature.backends import lookup_backend
+    aot = lookup_backend("aot_eager")
+    seen = []
+
+    def picky(gm, example_inputs):
+        n = sum(1 for node in gm.graph.nodes if node.target is INVOKE)
+        seen.append(n)
+        if n:
+            raise RuntimeError("no invoke_subgraph here")
+        return aot(gm, example_inputs)
+
+    with armature.config.patch(regions="always"):
+        cm = check_inference(Stack(4), torch.randn(2, 3, 8), backend=picky)
+    assert seen == [4, 0] and calls(cm) == 0
+
+
+def test_error_in_merge_costs_only_the_regions(monkeypatch):
+    import armature.graph.regions as regions
+
+    def broken(*a, **k):
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(regions, "_subgraph", broken)
+    monkeypatch.setenv("ARMATURE_STRICT_INTERNAL_ERRORS", "0")
+    cm = check_inference(Stack(4), torch.randn(2, 3, 8))
+    entries = armature.cache_entries(cm)
+    assert len(entries) == 1 and entries[0].graph_module is not None and calls(cm) == 0

@@ -197,7 +197,20 @@ def backend_for(backend):
 def merge(gm: torch.fx.GraphModule, graph, config, backend) -> "torch.fx.GraphModule | None":
     """A copy of ``gm`` in which repeated identical calls are
     ``invoke_subgraph`` calls of one subgraph each; None when nothing is
-    merged (``gm`` itself is never changed, so the caller can fall back to it)."""
+    merged (``gm`` itself is never changed, so the caller can fall back to
+    it, as it does when this raises: an error of ours costs the regions,
+    not the compiled frame)."""
+    try:
+        return _merge(gm, graph, config, backend)
+    except Exception as e:
+        from ..diagnostics.errors import strict_internal_errors
+        if strict_internal_errors():
+            raise
+        log.debug("regions not merged: %s: %s", type(e).__name__, e)
+        return None
+
+
+def _merge(gm, graph, config, backend):
     recs = [r for r in graph.__dict__.get("region_records", ()) if r.graph is graph and r.pure]
     if not recs or not applies(config, backend):
         return None
@@ -248,6 +261,9 @@ def _merge_group(gm, node_map, sym_nodes, rs, counter) -> int:
         for c in cands:   # (an earlier cluster's outputs are getitems now)
             c.inputs = [renamed.get(i, i) for i in c.inputs]
         gm.add_submodule(name, _subgraph(cands[0]))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("merged %d calls of %s (%d nodes each) into %s", len(cands), _describe(rs[0].key[0]),
+                      len(cands[0].nodes), name)
         for c in cands:
             c.inputs = [renamed.get(i, i) for i in c.inputs]
             renamed.update(_replace(gm, c, name))
