@@ -227,7 +227,12 @@ def child(model: str, depth: int, compiler: str, iters: int) -> dict:
         steady = _median_time(lambda: cm(*inputs), iters)
     err = (out - ref).abs().max().item()
     graphs, calls = _graph_stats(compiler, cm)
-    return {"model": model, "depth": depth, "compiler": compiler, "compile_s": first - eager,
+    phases = {}
+    if compiler.startswith("armature"):
+        import armature
+        es = armature.cache_entries(cm)
+        phases = {"trace_s": sum(e.trace_time_s or 0 for e in es), "backend_s": sum(e.backend_time_s or 0 for e in es)}
+    return {**phases, "model": model, "depth": depth, "compiler": compiler, "compile_s": first - eager,
             "steady_ratio": steady / eager, "steady_ms": steady * 1e3, "eager_ms": eager * 1e3,
             "graphs": graphs, "calls": calls, "max_err": err}
 

@@ -419,3 +419,15 @@ def test_error_in_merge_costs_only_the_regions(monkeypatch):
     cm = check_inference(Stack(4), torch.randn(2, 3, 8))
     entries = armature.cache_entries(cm)
     assert len(entries) == 1 and entries[0].graph_module is not None and calls(cm) == 0
+
+
+def test_nested_compile_region_on_a_module_forward():
+    mark = getattr(torch.compiler, "nested_compile_region", None)
+    if mark is None:
+        pytest.skip("torch without nested_compile_region")
+
+    class Marked(Block):
+        forward = mark(Block.forward)
+
+    cm = check_training(Stack(3, block=Marked), torch.randn(2, 3, 8))
+    assert calls(cm) == 2 and subgraphs(cm) == 1
