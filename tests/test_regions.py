@@ -431,3 +431,19 @@ def test_nested_compile_region_on_a_module_forward():
 
     cm = check_training(Stack(3, block=Marked), torch.randn(2, 3, 8))
     assert calls(cm) == 2 and subgraphs(cm) == 1
+
+
+def test_buffer_reuse_off_only_where_a_backward_exists():
+    from armature.backends import lookup_backend
+    import armature.graph.regions as regions
+    inductor = lookup_backend("inductor")
+    m = Stack(3)
+    x = torch.randn(2, 3, 8)
+    for grad, expected in ((True, {"allow_buffer_reuse": False}), (False, None)):
+        armature.reset()
+        cm = armature.compile(m, backend="aot_eager")
+        with torch.set_grad_enabled(grad):
+            cm(x)
+        gm = armature.cache_entries(cm)[0].graph_module
+        assert calls(cm) >= 2
+        assert regions.backend_for(inductor, gm).kwargs.get("options") == expected

@@ -174,7 +174,7 @@ def applies(config, backend) -> bool:
     return name in COMPILING_BACKENDS and entry is not None and getattr(backend, "fn", None) is entry.fn
 
 
-def backend_for(backend):
+def backend_for(backend, gm=None):
     """The backend that compiles a graph with regions.  inductor (torch
     2.13, CPU) reuses a buffer that the backward of an ``invoke_subgraph``
     call still reads when the call's output feeds an op that saves it (a
@@ -185,11 +185,27 @@ def backend_for(backend):
     from ..backends import _Backend
     if not isinstance(backend, _Backend) or backend.name != "inductor":
         return backend
+    if gm is not None and not _differentiable(gm):
+        return backend   # (no backward: inference keeps buffer reuse)
     kwargs = dict(backend.kwargs)
     options = dict(kwargs.get("options") or {})
     options.setdefault("allow_buffer_reuse", False)
     kwargs["options"] = options
     return _Backend(backend.name, backend.fn, backend.check_options, kwargs)
+
+
+def _differentiable(gm) -> bool:
+    """Some invoke_subgraph call returns a tensor that requires grad."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is _invoke():
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in n.meta.get("val", ())):
+                return True
+    return False
+
+
+def _invoke():
+    from torch._higher_order_ops.invoke_subgraph import invoke_subgraph
+    return invoke_subgraph
 
 
 # --- the rewrite --------------------------------------------------------------

@@ -325,7 +325,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         compiled = None
         if merged is not None:
             try:
-                compiled = _compile_graph(merged, graph, regions.backend_for(backend))
+                compiled = _compile_graph(merged, graph, regions.backend_for(backend, merged))
                 gm = merged
             except BackendCompilerFailed as e:   # (the inlined graph is what the user wrote)
                 log_fallbacks.debug("compiling %s with invoke_subgraph regions failed, inlined instead: %s",
