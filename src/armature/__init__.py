@@ -10,6 +10,7 @@ from .diagnostics.errors import ArmatureError, Unsupported
 from .runtime.compile_frame import BackendCompilerFailed
 from .runtime.explain import ExplainOutput, explain
 from .graph.dynamic import DynamicDimSpecialized
+from .graph.regions import compile_region
 from .runtime.markers import allow_in_graph, disable, disallow_in_graph, dont_skip_tracing, graph_break
 from .runtime.stance import RecompileError, Stance, get_stance, set_stance
 from .runtime.marks import mark_dynamic, mark_static, mark_static_address, mark_unbacked, maybe_mark_dynamic
@@ -33,7 +34,7 @@ __all__ = [
     "set_stance", "get_stance", "Stance", "RecompileError",
     "mark_dynamic", "maybe_mark_dynamic", "mark_static", "mark_static_address", "mark_unbacked",
     "cudagraph_mark_step_begin", "DynamicDimSpecialized",
-    "report", "patch_torch_compile",
+    "report", "patch_torch_compile", "compile_region",
 ]
 __version__ = "0.1.0"
 

@@ -54,6 +54,13 @@ class Config:
     #: ops whose output size depends on data (``nonzero``, boolean masks,
     #: ``unique``) stay in the graph with unbacked sizes (on with fullgraph=True).
     capture_dynamic_output_shape_ops: bool = False
+    #: repeated blocks compiled once (graph/regions.py): identical calls of
+    #: modules of one class, and of functions marked ``armature.compile_region``
+    #: or ``torch.compiler.nested_compile_region``, become one subgraph called
+    #: per block through ``invoke_subgraph``.  "auto": with the inductor and
+    #: aot_eager backends; "always": with every backend (a callable backend
+    #: then sees ``invoke_subgraph`` nodes); "off": every call inlined.
+    regions: str = "auto"
 
     #: a graph compiled inside a DistributedDataParallel forward is split at
     #: DDP's gradient-bucket boundaries (torch's DDPOptimizer, as
@@ -125,6 +132,8 @@ def _check(name: str, value: Any) -> None:
         raise TypeError(f"armature.config.{name} must be {expected.__name__}, got {value!r}")
     if name == "recompile_limit" and value < 1:
         raise ValueError("armature.config.recompile_limit must be >= 1")
+    if name == "regions" and value not in ("auto", "always", "off"):
+        raise ValueError(f"armature.config.regions must be 'auto', 'always' or 'off', got {value!r}")
     if name == "module_parameters" and value not in ("attributes", "inputs"):
         raise ValueError("armature.config.module_parameters must be 'attributes' or 'inputs', "
                          f"got {value!r}")

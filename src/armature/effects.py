@@ -91,8 +91,13 @@ class SideEffects:
         self._mutated: set[int] = set()
         # (id(globals), name) -> Value | DELETED
         self.pending_globals: dict[tuple[int, str], Any] = {}
+        #: every write to outside state, repeated ones included (the log
+        #: keeps a container once): graph/regions.py merges only calls
+        #: that made none
+        self.writes = 0
 
     def record(self, rec) -> None:
+        self.writes += 1
         self.log.append(rec)
 
     def mutated_values(self) -> list:
@@ -105,11 +110,13 @@ class SideEffects:
         return out
 
     def container_mutated(self, container: Value) -> None:
+        self.writes += 1
         if id(container) not in self._mutated:
             self._mutated.add(id(container))
             self.log.append(ContainerMutated(container))
 
     def store_global(self, g: dict, name: str, value: Value | None) -> None:
+        self.writes += 1
         self.pending_globals[(id(g), name)] = DELETED if value is None else value
         self.log.append(GlobalStore(g, name, value))
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import os
 
-ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic", "perf")
+ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic", "perf",
+             "regions")
 
 _root = logging.getLogger("armature")
 

@@ -31,6 +31,7 @@ from ..diagnostics import logs
 from ..diagnostics.hints import hint_for
 from ..diagnostics.errors import (ArmatureError, InternalError, Unsupported, UserException, UserLocation,
                                  strict_internal_errors)
+from ..graph import regions
 from ..graph.dynamic import log_dynamic_symbols, shape_guards
 from ..guards.build import build_guard_function
 from ..guards.matmul_precision import precision_guards
@@ -318,12 +319,24 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
     if graph.has_ops():
         gm = graph.finish(body.graph_outputs)
+        merged = regions.merge(gm, graph, ctx.config, backend)   # (repeated blocks compiled once)
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("graph of %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
         specializations = specialize.plan(gm, graph)   # (before the backend may rewrite gm)
         from ..backends.ddp_split import split_backend
-        compiled = _compile_graph(gm, graph, split_backend(backend, [i.source for i in graph.inputs],
-                                                           ctx.config.optimize_ddp))
+        graph_backend = split_backend(backend, [i.source for i in graph.inputs], ctx.config.optimize_ddp)
+        compiled = None
+        # (a graph DDP splits at its gradient buckets keeps its blocks inlined:
+        # DDPOptimizer partitions by parameters, which regions would hide)
+        if merged is not None and graph_backend is backend:
+            try:
+                compiled = _compile_graph(merged, graph, regions.backend_for(backend, merged))
+                gm = merged
+            except BackendCompilerFailed as e:   # (the inlined graph is what the user wrote)
+                log_fallbacks.debug("compiling %s with invoke_subgraph regions failed, inlined instead: %s",
+                                    fn.__qualname__, e)
+        if compiled is None:
+            compiled = _compile_graph(gm, graph, graph_backend)
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
         compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)

@@ -30,6 +30,18 @@ def inline_function(tx: Frame, fn: _Function, args: list[Value], kwargs: dict[st
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
         raise Unsupported(f"inlining {fn.code.co_qualname} exceeds the depth limit "
                           f"({tx.ctx.config.inline_depth_limit}); unbounded recursion?")
+    from ..graph import regions
+    marked = regions.marked_call(fn, args)
+    if marked is not None:   # a compile region: its nodes recorded (graph/regions.py)
+        key, callee, args = marked
+        with regions.region(tx, key, marked=True):
+            if callee is not fn:
+                return callee.call(tx, args, kwargs)
+            return _run(tx, fn, args, kwargs)
+    return _run(tx, fn, args, kwargs)
+
+
+def _run(tx: Frame, fn: _Function, args: list[Value], kwargs: dict[str, Value]) -> Value:
     bound = fn.bind(args, kwargs, ctx=tx.ctx)
     frame = make_frame(tx.ctx, fn, bound, tx)
     if fn.code.co_flags & inspect.CO_GENERATOR:

@@ -796,6 +796,8 @@ class LazyListValue(ListValue):
                 from ..effects import ListAppend
                 self.append_record = ListAppend(self)
                 tx.ctx.effects.record(self.append_record)
+            else:
+                tx.ctx.effects.writes += 1   # (one record for every append: graph/regions.py counts writes)
             self.appended.extend(new)
             return ConstantValue(None)
         return super().method(tx, name, args, kwargs)

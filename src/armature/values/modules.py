@@ -419,7 +419,14 @@ class ModuleValue(Value):
         return self.standard_call(tx, args, kwargs)
 
     def standard_call(self, tx, args, kwargs):
-        """``nn.Module.__call__`` itself (also what ``super().__call__`` reaches)."""
+        """``nn.Module.__call__`` itself (also what ``super().__call__`` reaches);
+        the nodes it makes are recorded for graph/regions.py (which may
+        compile identical calls of one class once)."""
+        from ..graph.regions import module_key, region
+        with region(tx, module_key(self.mod)):
+            return self._standard_call(tx, args, kwargs)
+
+    def _standard_call(self, tx, args, kwargs):
         from .containers import DictValue, TupleValue
         mod = self.mod
         m = torch.nn.modules.module

@@ -1,0 +1,449 @@
+"""Repeated blocks compiled once (graph/regions.py): which calls become one
+``invoke_subgraph`` subgraph, and that compiled results (outputs, gradients,
+side effects) equal eager's whether or not they do."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import armature
+from helpers import USING_TORCH
+
+pytestmark = [pytest.mark.armature_only, pytest.mark.skipif(USING_TORCH, reason="armature's regions")]
+
+INVOKE = torch.ops.higher_order.invoke_subgraph
+
+
+class Block(nn.Module):
+    def __init__(self, d=8, flag=True):
+        super().__init__()
+        self.flag = flag
+        self.ln = nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+    def forward(self, x):
+        h = F.gelu(self.fc1(self.ln(x)))
+        if self.flag:
+            h = h * 2
+        return x + self.fc2(h).tanh()
+
+
+class Stack(nn.Module):
+    def __init__(self, n=4, d=8, block=Block):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(block(d) for _ in range(n))
+        self.head = nn.Linear(d, d)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+def calls(compiled) -> int:
+    """invoke_subgraph calls in the compiled entries' graphs."""
+    return sum(1 for e in armature.cache_entries(compiled) if e.graph_module is not None
+               for n in e.graph_module.graph.nodes if n.target is INVOKE)
+
+
+def subgraphs(compiled) -> int:
+    return sum(1 for e in armature.cache_entries(compiled) if e.graph_module is not None
+               for name, _ in e.graph_module.named_children() if name.startswith("repeated_subgraph"))
+
+
+def check_training(model, *inputs, backend="aot_eager", **kw):
+    """Outputs and every parameter's gradient equal eager's."""
+    cm = armature.compile(model, backend=backend, **kw)
+    out = cm(*inputs)
+    out.sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    ref = model(*inputs)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref)
+    for g, p in zip(got, model.parameters()):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+    model.zero_grad()
+    return cm
+
+
+def check_inference(model, *inputs, backend="aot_eager", **kw):
+    cm = armature.compile(model, backend=backend, **kw)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(*inputs), model(*inputs))
+    return cm
+
+
+def test_identical_blocks_become_one_subgraph():
+    cm = check_inference(Stack(4), torch.randn(2, 3, 8))
+    assert calls(cm) == 4 and subgraphs(cm) == 1
+
+
+def test_training_gradients_equal_eager():
+    # block 0's input does not require grad, the others' do: two signatures
+    cm = check_training(Stack(4), torch.randn(2, 3, 8))
+    assert calls(cm) == 3 and subgraphs(cm) == 1
+
+
+def test_other_branch_not_merged():
+    m = Stack(5)
+    m.blocks[2].flag = False
+    cm = check_inference(m, torch.randn(2, 3, 8))
+    assert calls(cm) == 4 and subgraphs(cm) == 1
+
+
+def test_two_shapes_of_block_two_subgraphs():
+    m = Stack(6)
+    for b in m.blocks[3:]:
+        b.flag = False
+    cm = check_inference(m, torch.randn(2, 3, 8))
+    assert calls(cm) == 6 and subgraphs(cm) == 2
+
+
+def test_other_dtype_not_merged():
+    class CastBlock(Block):
+        def forward(self, x):
+            return super().forward(x.to(self.fc1.weight.dtype)).float()
+
+    m = Stack(4, block=CastBlock)
+    m.blocks[1].double()
+    cm = check_inference(m, torch.randn(2, 3, 8))
+    assert subgraphs(cm) == 1 and calls(cm) == 3
+
+
+def test_hook_on_one_instance_not_merged():
+    m = Stack(4)
+    m.blocks[1].register_forward_hook(lambda mod, args, out: out * 0.5)
+    cm = check_inference(m, torch.randn(2, 3, 8))
+    assert calls(cm) == 3
+
+
+def test_python_side_effect_inside_not_merged():
+    seen = []
+
+    class Logging(Block):
+        def forward(self, x):
+            seen.append(type(self).__name__)
+            return super().forward(x)
+
+    m = Stack(3, block=Logging)
+    x = torch.randn(2, 3, 8)
+    cm = armature.compile(m, backend="aot_eager")
+    with torch.no_grad():
+        out = cm(x)
+        n = len(seen)
+        torch.testing.assert_close(out, m(x))
+    assert n == 3 and len(seen) == 6
+    assert calls(cm) == 0
+
+
+def test_module_attribute_write_not_merged():
+    class Counting(Block):
+        def forward(self, x):
+            self.count = getattr(self, "count", 0) + 1
+            return super().forward(x)
+
+    m = Stack(3, block=Counting)
+    cm = check_inference(m, torch.randn(2, 3, 8))
+    assert [b.count for b in m.blocks] == [2, 2, 2]
+    assert calls(cm) == 0
+
+
+def test_inplace_not_merged():
+    class InPlace(Block):
+        def forward(self, x):
+            y = super().forward(x)
+            y.mul_(2)
+            return y
+
+    cm = check_inference(Stack(3, block=InPlace), torch.randn(2, 3, 8))
+    assert calls(cm) == 0
+
+
+def test_random_ops_not_merged():
+    class Drop(Block):
+        def forward(self, x):
+            return F.dropout(super().forward(x), 0.5, training=True)
+
+    m = Stack(3, block=Drop)
+    cm = armature.compile(m, backend="aot_eager")
+    with torch.no_grad():
+        cm(torch.randn(2, 3, 8))
+    assert calls(cm) == 0
+
+
+def test_output_aliasing_operand_not_merged():
+    class Alias(Block):
+        def forward(self, x):
+            return super().forward(x), x.view(-1)
+
+    class Pairs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList(Alias() for _ in range(3))
+
+        def forward(self, x):
+            flat = []
+            for b in self.blocks:
+                x, f = b(x)
+                flat.append(f)
+            return x, torch.cat(flat)
+
+    m = Pairs()
+    cm = armature.compile(m, backend="aot_eager")
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert calls(cm) == 0
+
+
+def test_same_instance_called_repeatedly_merged():
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            for _ in range(3):
+                x = self.block(x)
+            return x
+
+    cm = check_training(Shared(), torch.randn(2, 3, 8, requires_grad=True))
+    assert calls(cm) == 3
+
+
+def test_inner_blocks_merged_when_outer_differ():
+    class Outer(nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+            self.inner = Block()
+
+        def forward(self, x):
+            return self.inner(x) * self.scale
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.outers = nn.ModuleList(Outer(s) for s in (1.0, 2.0, 3.0))
+
+        def forward(self, x):
+            for o in self.outers:
+                x = o(x)
+            return x
+
+    cm = check_inference(M(), torch.randn(2, 3, 8))
+    assert calls(cm) == 3
+
+
+def test_dynamic_shapes_one_entry():
+    m = Stack(4)
+    cm = armature.compile(m, backend="aot_eager", dynamic=True)
+    with torch.no_grad():
+        for t in (3, 5, 7):
+            x = torch.randn(2, t, 8)
+            torch.testing.assert_close(cm(x), m(x))
+    assert len(armature.cache_entries(cm)) == 1
+    assert calls(cm) == 4
+
+
+def test_dynamic_shapes_training():
+    m = Stack(3)
+    cm = armature.compile(m, backend="aot_eager", dynamic=True)
+    for t in (3, 6):
+        x = torch.randn(2, t, 8)
+        out = cm(x)
+        out.sum().backward()
+        got = [p.grad.clone() for p in m.parameters()]
+        m.zero_grad()
+        ref = m(x)
+        ref.sum().backward()
+        torch.testing.assert_close(out, ref)
+        for g, p in zip(got, m.parameters()):
+            torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
+        m.zero_grad()
+    assert calls(cm) == 2
+
+
+def test_guards_as_inlined_change_recompiles():
+    m = Stack(4)
+    x = torch.randn(2, 3, 8)
+    cm = check_inference(m, x)
+    m.blocks[2].flag = False
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert len(armature.cache_entries(cm)) == 2
+
+
+def test_config_off():
+    with armature.config.patch(regions="off"):
+        cm = check_inference(Stack(4), torch.randn(2, 3, 8))
+    assert calls(cm) == 0
+
+
+def test_config_rejects_unknown_value():
+    with pytest.raises(ValueError):
+        armature.config.patch(regions="sometimes")
+
+
+def test_eager_backend_inlines_by_default():
+    cm = check_inference(Stack(4), torch.randn(2, 3, 8), backend="eager")
+    assert calls(cm) == 0
+
+
+def test_callable_backend_sees_regions_only_when_asked():
+    from armature.backends import lookup_backend
+    aot = lookup_backend("aot_eager")
+    seen = []
+
+    def recording(gm, example_inputs):
+        seen.append(sum(1 for n in gm.graph.nodes if n.target is INVOKE))
+        return aot(gm, example_inputs)
+
+    check_inference(Stack(4), torch.randn(2, 3, 8), backend=recording)
+    armature.reset()
+    with armature.config.patch(regions="always"):
+        check_inference(Stack(4), torch.randn(2, 3, 8), backend=recording)
+    assert seen == [0, 4]
+
+
+def _weights(n=3, d=4):
+    torch.manual_seed(1)
+    return [torch.randn(d, d) for _ in range(n)]
+
+
+def test_compile_region_function_merged_at_any_size():
+    @armature.compile_region
+    def layer(x, w):
+        return torch.relu(x @ w)
+
+    def f(x, ws):
+        for w in ws:
+            x = layer(x, w)
+        return x
+
+    ws = _weights()
+    x = torch.randn(2, 4)
+    cf = armature.compile(f, backend="aot_eager")
+    torch.testing.assert_close(cf(x, ws), f(x, ws))
+    assert calls(cf) == 3
+    assert layer(x, ws[0]).shape == (2, 4)   # (eager calls are the function itself)
+
+
+def test_torch_nested_compile_region_honoured():
+    mark = getattr(torch.compiler, "nested_compile_region", None)
+    if mark is None:
+        pytest.skip("torch without nested_compile_region")
+
+    @mark
+    def layer(x, w):
+        return torch.relu(x @ w) + 1
+
+    def f(x, ws):
+        for w in ws:
+            x = layer(x, w)
+        return x
+
+    ws = _weights()
+    x = torch.randn(2, 4)
+    cf = armature.compile(f, backend="aot_eager")
+    torch.testing.assert_close(cf(x, ws), f(x, ws))
+    assert calls(cf) == 3
+
+
+def test_nested_compile_region_with_eager_backend_runs():
+    """The eager backend inlines marked functions (no invoke_subgraph), and
+    the marked function is traced, not called as torch's placeholder."""
+    mark = getattr(torch.compiler, "nested_compile_region", None)
+    if mark is None:
+        pytest.skip("torch without nested_compile_region")
+
+    @mark
+    def layer(x, w):
+        return torch.relu(x @ w) + 1
+
+    def f(x, ws):
+        return layer(layer(x, ws[0]), ws[1])
+
+    ws = _weights(2)
+    x = torch.randn(2, 4)
+    cf = armature.compile(f, backend="eager", fullgraph=True)
+    torch.testing.assert_close(cf(x, ws), f(x, ws))
+
+
+@pytest.mark.inductor
+def test_inductor_training_gradients_equal_eager():
+    """A Linear after the last block: torch 2.13's inductor reuses a buffer
+    the backward still reads unless buffer reuse is off (regions.backend_for)."""
+    cm = check_training(Stack(4), torch.randn(2, 5, 8), backend="inductor")
+    assert calls(cm) == 3
+
+
+@pytest.mark.inductor
+def test_inductor_dynamic_inference():
+    m = Stack(4)
+    cm = armature.compile(m, backend="inductor", dynamic=True)
+    with torch.no_grad():
+        for t in (3, 6):
+            x = torch.randn(2, t, 8)
+            torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-5)
+    assert calls(cm) == 4
+
+
+def test_backend_failing_on_regions_gets_the_inlined_graph():
+    from armature.backends import lookup_backend
+    aot = lookup_backend("aot_eager")
+    seen = []
+
+    def picky(gm, example_inputs):
+        n = sum(1 for node in gm.graph.nodes if node.target is INVOKE)
+        seen.append(n)
+        if n:
+            raise RuntimeError("no invoke_subgraph here")
+        return aot(gm, example_inputs)
+
+    with armature.config.patch(regions="always"):
+        cm = check_inference(Stack(4), torch.randn(2, 3, 8), backend=picky)
+    assert seen == [4, 0] and calls(cm) == 0
+
+
+def test_error_in_merge_costs_only_the_regions(monkeypatch):
+    import armature.graph.regions as regions
+
+    def broken(*a, **k):
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(regions, "_subgraph", broken)
+    monkeypatch.setenv("ARMATURE_STRICT_INTERNAL_ERRORS", "0")
+    cm = check_inference(Stack(4), torch.randn(2, 3, 8))
+    entries = armature.cache_entries(cm)
+    assert len(entries) == 1 and entries[0].graph_module is not None and calls(cm) == 0
+
+
+def test_nested_compile_region_on_a_module_forward():
+    mark = getattr(torch.compiler, "nested_compile_region", None)
+    if mark is None:
+        pytest.skip("torch without nested_compile_region")
+
+    class Marked(Block):
+        forward = mark(Block.forward)
+
+    cm = check_training(Stack(3, block=Marked), torch.randn(2, 3, 8))
+    assert calls(cm) == 2 and subgraphs(cm) == 1
+
+
+def test_buffer_reuse_off_only_where_a_backward_exists():
+    from armature.backends import lookup_backend
+    import armature.graph.regions as regions
+    inductor = lookup_backend("inductor")
+    m = Stack(3)
+    x = torch.randn(2, 3, 8)
+    for grad, expected in ((True, {"allow_buffer_reuse": False}), (False, None)):
+        armature.reset()
+        cm = armature.compile(m, backend="aot_eager")
+        with torch.set_grad_enabled(grad):
+            cm(x)
+        gm = armature.cache_entries(cm)[0].graph_module
+        assert calls(cm) >= 2
+        assert regions.backend_for(inductor, gm).kwargs.get("options") == expected
