@@ -61,6 +61,27 @@ ORACLE_COMPARES_TENSOR_TUPLES = not at_least((2, 15))
 AOT_NEEDS_TORCH_FUNCTION = not at_least((2, 13))
 
 
+#: torch 2.11's C++ kernels of some composite ops (``at::native::matmul``,
+#: reached from ``F.linear`` without a bias on a 3-D input, GPT-2's lm_head)
+#: read a tensor's sizes as plain ints: run on a fake tensor with a symbolic
+#: size, that asks ``aten.size`` of the fake tensor, which turns each SymInt
+#: into an int and so guards the symbol to its example value (one compile per
+#: sequence length).  Under the Python dispatcher those ops take their
+#: symbolic Python kernels instead, as torch.compile always runs fake
+#: propagation; 2.13's C++ kernels are symbolic themselves (2.12 not seen:
+#: it gets the dispatcher too, which is what torch.compile does anyway)
+FAKE_PROP_NEEDS_PYTHON_DISPATCHER = not at_least((2, 13))
+
+
+def fake_prop_state():
+    """The state an op runs on fake tensors in (besides the fake mode):
+    the Python dispatcher where ``FAKE_PROP_NEEDS_PYTHON_DISPATCHER``."""
+    if not FAKE_PROP_NEEDS_PYTHON_DISPATCHER:
+        return contextlib.nullcontext()
+    from torch._dispatch.python import enable_python_dispatcher
+    return enable_python_dispatcher()
+
+
 @contextlib.contextmanager
 def backend_compile_state():
     """The state a backend compiles a graph in.  armature's compile runs with

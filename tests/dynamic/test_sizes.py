@@ -38,6 +38,47 @@ def test_dynamic_true_compiles_once():
     assert compiles(cf) == 1
 
 
+class _LmHead(torch.nn.Module):
+    """GPT-2's lm_head: a bias-free linear over (batch, sequence, hidden)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.proj = torch.nn.Linear(6, 8, bias=False)
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.proj.weight).relu() + self.proj(x)
+
+
+def _count_compiles(compile_fn, fn, calls):
+    n = []
+
+    def backend(gm, example_inputs):
+        n.append(gm)
+        return gm
+    cf = compile_fn(fn, backend)
+    for args in calls:
+        same(fn(*args), cf(*args))
+    return len(n)
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_bias_free_linear_keeps_a_symbolic_sequence_length(dynamic):
+    # (torch 2.11's C++ matmul, under F.linear without a bias on a 3-D input,
+    # reads plain int sizes: run on fake tensors outside the Python dispatcher
+    # it specialised the sequence length, one compile per length)
+    model = _LmHead()
+    calls = [(torch.randn(2, s, 6),) for s in (5, 9, 17, 12, 24)]
+    n = _count_compiles(lambda f, b: armature.compile(f, backend=b, dynamic=dynamic), model, calls)
+    assert n == (1 if dynamic else 2)
+
+    def oracle(f, b):
+        import torch._dynamo
+        torch._dynamo.reset()
+        return torch.compile(f, backend=b, dynamic=dynamic)
+    assert n <= _count_compiles(oracle, model, calls)
+
+
 def test_dynamic_false_compiles_per_size():
     with armature.config.patch(recompile_limit=100):
         cf = run_over(ops_on_sizes, [(torch.randn(s, 4),) for s in SIZES[:5]], dynamic=False)

@@ -17,6 +17,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+from .. import torch_compat
 from ..diagnostics.errors import Unsupported
 from ..guards.sources import Source
 from .dynamic import SizeSource, SourceNames
@@ -233,7 +234,7 @@ class OutputGraph:
                     fake_fn: Callable[[], Any]) -> tuple[torch.fx.Node, Any]:
         """Run ``fake_fn`` (the op on fake tensors) and add the node."""
         try:
-            with self.fake_mode:
+            with self.fake_mode, torch_compat.fake_prop_state():
                 example = fake_fn()
         except Unsupported:
             raise
