@@ -23,6 +23,7 @@ from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind
 from .base import concrete
 from .constant import ConstantValue
+from .state_queries import _query as _guarded   # (asked again on every call)
 
 
 def _constant_args(tx, label, args, kwargs):
@@ -69,18 +70,6 @@ def _fixed(fn, label):
         if args or kwargs:
             raise Unsupported(f"{label} with arguments")
         return ConstantValue(fn())
-    return handler
-
-
-def _guarded(fn, label):
-    """A no-argument query of state that can change: guarded by asking again."""
-    def handler(tx, *args, **kwargs):
-        if args or kwargs:
-            raise Unsupported(f"{label} with arguments")
-        value = fn()
-        tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___f() == ___v", consts={"___f": fn, "___v": value},
-                                label=f"{label} == {value!r}"))
-        return ConstantValue(value)
     return handler
 
 
