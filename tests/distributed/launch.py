@@ -60,7 +60,11 @@ class RunResult:
         return out
 
 
-def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env: dict | None = None) -> RunResult:
+def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env: dict | None = None,
+        modules: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> RunResult:
+    """Run ``scenarios`` on ``world`` ranks.  Another suite's scenarios live
+    in ``modules`` (imported by each rank after scenarios.py, from ``paths``
+    put on the ranks' sys.path): tests/models uses it for its real models."""
     import armature
     src = os.path.dirname(os.path.dirname(os.path.abspath(armature.__file__)))
     port = free_port()
@@ -69,7 +73,8 @@ def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env:
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join([src, HERE, os.environ.get("PYTHONPATH", "")]))
+                   ARMATURE_DIST_MODULES=",".join(modules),
+                   PYTHONPATH=os.pathsep.join([src, HERE, *paths, os.environ.get("PYTHONPATH", "")]))
         env.update(extra_env or {})
         log = open(os.path.join(tmp, f"rank{rank}.log"), "w+")
         logs.append(log)

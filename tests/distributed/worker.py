@@ -17,7 +17,12 @@ def main() -> None:
     import torch.distributed as dist
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
     rank = dist.get_rank()
+    import importlib
     import scenarios
+    # scenario modules of other suites (launch.run(modules=...)) register
+    # themselves in scenarios.SCENARIOS when imported
+    for mod in filter(None, os.environ.get("ARMATURE_DIST_MODULES", "").split(",")):
+        importlib.import_module(mod)
     results = {}
     for name in names:
         try:

@@ -99,7 +99,7 @@ def region(tx, key, marked: bool = False):
     recs = _records(graph)
     depth = graph.region_depth
     start, effects = len(graph.op_nodes), _writes(ctx)
-    before = next(reversed(graph.graph.nodes), None)
+    before = next(iter(reversed(graph.graph.nodes)), None)
     depth[0] += 1
     try:
         yield
@@ -107,7 +107,7 @@ def region(tx, key, marked: bool = False):
         depth[0] -= 1
     # (reached only when the call returned: a raise leaves nothing recorded)
     recs.append(_Record(graph, (key, ctx.grad_enabled), marked, start, len(graph.op_nodes),
-                        before, next(reversed(graph.graph.nodes), None), depth[0],
+                        before, next(iter(reversed(graph.graph.nodes)), None), depth[0],
                         _writes(ctx) == effects))
 
 
