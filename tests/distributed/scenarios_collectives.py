@@ -84,7 +84,11 @@ def _compare(fn, fullgraph, torch_oracle=True, torch_fullgraph=None):
 
 @scenario
 def coll_functional():
-    return _compare(functional, fullgraph=True)
+    # (torch.compile before 2.13 cannot hold all_gather_tensor in one graph: it
+    # refuses to trace torch._utils._maybe_view_chunk_cat, a function it marks
+    # skipped; seen with torch 2.11, so the oracle is not asked there)
+    from armature import torch_compat
+    return _compare(functional, fullgraph=True, torch_oracle=not torch_compat.OLD_ORACLE)
 
 
 @scenario

@@ -16,8 +16,9 @@ def _kinds(names):
 def test_functional_collectives_are_graph_nodes(run):
     for r in run.scenario("coll_functional"):
         assert r["same"], r
-        assert r["graphs"] == r["torch_graphs"] == 1, r
-        assert _kinds(r["collectives"]) == _kinds(r["torch_collectives"]) == _FUNCTIONAL, r
+        assert r["graphs"] == 1 and _kinds(r["collectives"]) == _FUNCTIONAL, r
+        if "torch_graphs" in r:   # (not asked before torch 2.13: scenarios_collectives.coll_functional)
+            assert r["torch_graphs"] == 1 and _kinds(r["torch_collectives"]) == _FUNCTIONAL, r
 
 
 def test_inplace_c10d_calls_rewritten(run):
@@ -34,9 +35,10 @@ def test_async_op_is_a_graph_break(run):
     for r in run.scenario("coll_async_op"):
         assert r["same"], r
         # (the resume function after the break starts with work.wait(), a
-        # method of a pybind class: armature runs it as Python; torch.compile
-        # compiles the `y + 1` after it)
-        assert r["graphs"] == 1 and r["torch_graphs"] == 2 and r["collectives"] == [], r
+        # method of a pybind class: on 3.11/torch 2.13 armature runs that
+        # resume function as Python (1 graph); on 3.12/torch 2.11 it compiles
+        # the `y + 1` after it, as torch.compile does (2 graphs))
+        assert 1 <= r["graphs"] <= r["torch_graphs"] == 2 and r["collectives"] == [], r
         assert "async_op=True" in r["fullgraph_error"], r
 
 
