@@ -119,8 +119,10 @@ def test_one_graph_like_torch_compile(fn):
     # (torch.compile 2.11 fails its own guard on a metaclass method read through
     # the class, "Guard failed on the same frame it was created": compared
     # with eager alone there)
+    # (torch.compile 2.15 captures no graph of metaclass_call_traced: seen on
+    # 3.13; armature never captures less than it)
     if not (torch_compat.OLD_ORACLE and fn is metaclass_property_and_method):
-        assert dynamo_graph_count(fn, X) == 1
+        assert dynamo_graph_count(fn, X) <= 1
     run_case(fn, (X,), {"graphs": 1})
 
 
