@@ -15,7 +15,13 @@ import armature
 from armature.runtime.explain import recording
 from scenarios import Counter, max_diff, rank, reset, scenario, world
 
-import zoo
+import libsets  # noqa: E402
+
+# (the ranks do not run conftest.py: torchvision, which transformers imports,
+# is imported the way the model suite does, for the old library set's
+# torchvision whose compiled ops do not load next to the CPU torch)
+libsets.import_torchvision()
+import zoo  # noqa: E402
 
 STEPS = 3
 
