@@ -6,15 +6,15 @@ overwritten, from a generation counter that ``torch.compile`` advances once
 per call of a compiled function.  Without that, a tree whose previous outputs
 are still alive never leaves warm-up: every call runs the kernels one by one.
 
-The frontend does not know torch's counter (it may not import
-``torch._dynamo``); a backend that compiles a graph using CUDA graphs
+The frontend does not know torch's counter (it lives in torch's own
+frontend, which only backends/ may import); a backend that compiles a graph using CUDA graphs
 installs its ``step`` here (:func:`install`), and ``CompiledFunction.__call__``
 calls it once per *top-level* call: not in resume functions or the compiled
 wrappers residual code calls, and never per graph.  While no such graph
 exists ``step`` is None and the hot path pays one attribute read.
 
 ``reset`` runs the backends' reset hooks (``armature.reset()`` drops the
-trees, as ``torch._dynamo.reset()`` does).
+trees, as torch's own reset does).
 """
 from __future__ import annotations
 
