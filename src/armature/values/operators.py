@@ -313,7 +313,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
                               "made in the frame")
         tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
         return False
-    from .objects import InstanceDictValue
+    from .instance_dict import InstanceDictValue
     for x, y in ((a, b), (b, a)):
         if isinstance(x, InstanceDictValue):
             # ``obj.__dict__`` is not wrapped once like other real objects
@@ -368,7 +368,7 @@ def values_equal(tx, a: Value, b: Value) -> bool:
     if ids is not None:
         return ids.value
     from .containers import DictViewValue
-    from .objects import InstanceDictValue
+    from .instance_dict import InstanceDictValue
     if isinstance(a, (DictViewValue, InstanceDictValue)):
         return a.equals(tx, b)
     if isinstance(b, (DictViewValue, InstanceDictValue)):
