@@ -286,8 +286,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType:
         from .per_call_classes import reached_through_per_call_class
         per_call = source is not None and reached_through_per_call_class(ctx, source)
-        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__ \
-            and obj.__closure__ is None   # (a closure's cells may be the frame's own: identity)
+        # (a closure's cells are read through it; which cells it holds is
+        # guarded where it matters: values/closure_aliasing.py)
+        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__
         if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
                 and not torch_ops.is_graph_function(obj):
             # a function made anew on every call (api's automatic-generic
@@ -303,7 +304,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.CONSTANT_MATCH if per_call else Kind.ID_MATCH, AttrSource(source, "__code__"),
                    obj.__code__)
             _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__globals__"), obj.__globals__)
-            return functions.UserFunctionValue(obj, source)
+            value = functions.UserFunctionValue(obj, source)
+            value.guarded_by_code = True
+            return value
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):
             return torch_ops.TorchFunctionValue(obj, source)
