@@ -199,3 +199,26 @@ def test_closure_cell_contents_are_guarded():
     for k in (2.0, 2.0, 3.0, 2.0, 3.0):
         assert_equal(apply(X, make(k)), compiled(X, make(k)))
     assert len(armature.cache_entries(compiled)) == 2
+
+
+def counter_that_breaks():
+    count = 0
+
+    def bump(v):
+        nonlocal count
+        count += 1
+        print("bump", count)    # a graph break inside the closure
+        return v * count
+    return bump
+
+
+def test_a_break_inside_a_closure_made_per_call(capsys):
+    """The break runs the closure natively (compiled per code): it must be
+    this call's closure, with this call's cell, never the first call's."""
+    armature.reset()
+    compiled = armature.compile(apply_twice, backend="eager")
+    for _ in range(3):
+        expected = apply_twice(X, counter_that_breaks())
+        eager_out = capsys.readouterr().out
+        assert_equal(expected, compiled(X, counter_that_breaks()))
+        assert capsys.readouterr().out == eager_out
