@@ -172,6 +172,9 @@ RULES[_inspect.stack] = _introspection("inspect.stack()")
 # (values/frame_locals.py); a resume function calls the runtime/frame_view
 # stand-ins instead of the builtins, traced alike
 RULES[locals] = RULES[_frame_view.frame_locals] = _frame_locals.locals_rule
+from . import eval_builtin as _eval_builtin  # noqa: E402
+
+_eval_builtin.register(RULES)   # eval()/exec() without namespaces read the frame
 
 
 @rule(_frame_view.resolve)
