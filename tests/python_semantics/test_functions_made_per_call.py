@@ -222,3 +222,23 @@ def test_a_break_inside_a_closure_made_per_call(capsys):
         eager_out = capsys.readouterr().out
         assert_equal(expected, compiled(X, counter_that_breaks()))
         assert capsys.readouterr().out == eager_out
+
+
+def closure_called_before_its_cell_is_read(x):
+    v = x * 2
+
+    def g():
+        return v
+    print("break")
+    y = g()          # the resume function reaches the cell through g first,
+    return y + v     # then through its own cell argument: one cell, guarded as one
+
+
+def test_a_closure_and_its_cell_handed_across_a_break(capsys):
+    from helpers import CountingBackend
+    armature.reset()
+    counter = CountingBackend("eager")
+    compiled = armature.compile(closure_called_before_its_cell_is_read, backend=counter)
+    for _ in range(3):
+        assert_equal(closure_called_before_its_cell_is_read(X), compiled(X))
+    assert counter.frame_count == _torch_frames(closure_called_before_its_cell_is_read, [(X,)] * 3) == 2

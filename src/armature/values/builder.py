@@ -40,9 +40,11 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
     cached = ctx.value_cache.get(id(obj))
     if cached is not None and cached[0] is obj:
         value = cached[1]
-        if source is not None and value.source is not None and value.source != source \
+        from .closure_aliasing import object_source
+        theirs = object_source(value)   # (a cell's Value has its contents' source)
+        if source is not None and theirs is not None and theirs != source \
                 and not isinstance(value, ConstantValue):
-            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, value.source))
+            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, theirs))
         if not isinstance(value, ConstantValue):
             return value
     owner = ctx.instance_dict_owners.get(id(obj)) if type(obj) is dict else None

@@ -60,6 +60,15 @@ def cell_value(ctx, cell: types.CellType, contents_source, varying: bool):
     return value
 
 
+def object_source(value):
+    """The source of the object ``value`` stands for: a cell's Value reads
+    its contents through its source, the cell itself is its parent."""
+    from .functions import RealCellValue
+    if isinstance(value, RealCellValue) and value.source is not None:
+        return value.cell_source()
+    return value.source
+
+
 def add_cell_alias_guards(ctx) -> None:
     """At the end of a trace with a per-call closure whose cells it wrote
     (or that wrote cells a per-call closure may share): every cell it holds
