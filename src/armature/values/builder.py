@@ -223,6 +223,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if t is list:
             return containers.ListValue(items, source=source)
         return containers.TupleValue(items, cls=t, source=source)
+    if t is types.MappingProxyType and source is not None:
+        from .mapping_proxy import wrap_existing   # (a class __dict__, a proxy passed in)
+        value = wrap_existing(ctx, obj, source)
+        if value is not None:
+            return value
     if t is dict:
         keys = list(obj)
         from .per_call_classes import statement_of

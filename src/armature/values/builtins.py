@@ -175,6 +175,9 @@ RULES[locals] = RULES[_frame_view.frame_locals] = _frame_locals.locals_rule
 from . import eval_builtin as _eval_builtin  # noqa: E402
 
 _eval_builtin.register(RULES)   # eval()/exec() without namespaces read the frame
+from . import mapping_proxy as _mapping_proxy  # noqa: E402
+
+_mapping_proxy.register(RULES)  # types.MappingProxyType(d) made in the frame
 
 
 @rule(_frame_view.resolve)

@@ -31,6 +31,9 @@ from .base import realize
 from .constant import ConstantValue
 from .frame_locals import FrameIntrospection, bound_variables
 
+_HINT = ("eval/exec read the calling frame: the frame runs as Python; give them explicit namespaces "
+         "(eval(s, globals(), {...})) to make the call an ordinary graph break")
+
 #: opcodes that would change the namespace (a walrus, ``del``) or make code
 #: that runs later (a lambda, a generator expression, a 3.11 comprehension)
 _REFUSED = {"STORE_NAME", "DELETE_NAME", "MAKE_FUNCTION", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME"}
@@ -61,12 +64,12 @@ def eval_rule(tx, *args, **kwargs):
         raise Unsupported("eval() with explicit namespaces", hint="it runs natively at a graph break")
     src = realize(tx.ctx, args[0])
     if not (src.is_python_constant() and isinstance(src.as_python_constant(), str)):
-        raise FrameIntrospection("eval() of a string known only at run time reads the calling frame")
+        raise FrameIntrospection("eval() of a string known only at run time reads the calling frame", hint=_HINT)
     code = _code_of(src.as_python_constant())
     if code is None:
-        raise FrameIntrospection("eval() of code that stores names, defines functions or does not compile")
+        raise FrameIntrospection("eval() of code that stores names, defines functions or does not compile", hint=_HINT)
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
-        raise FrameIntrospection("eval() beyond the inlining depth limit")
+        raise FrameIntrospection("eval() beyond the inlining depth limit", hint=_HINT)
     from ..trace.frame import Frame
     _, bound = bound_variables(tx)
     frame = Frame(tx.ctx, code, tx.f_globals, {}, {}, tx)
@@ -78,13 +81,13 @@ def eval_rule(tx, *args, **kwargs):
         raise   # (an exception the string raises is the program's own)
     except Unsupported as e:
         # a break inside the string would run eval natively, away from its frame
-        raise FrameIntrospection(f"eval() of code that breaks the graph ({e})") from e
+        raise FrameIntrospection(f"eval() of code that breaks the graph ({e})", hint=_HINT) from e
 
 
 def exec_rule(tx, *args, **kwargs):
     if not _needs_frame(args, kwargs):
         raise Unsupported("exec() with explicit namespaces", hint="it runs natively at a graph break")
-    raise FrameIntrospection("exec() without namespaces reads the calling frame")
+    raise FrameIntrospection("exec() without namespaces reads the calling frame", hint=_HINT)
 
 
 def register(rules) -> None:
