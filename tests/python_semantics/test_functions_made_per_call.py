@@ -242,3 +242,27 @@ def test_a_closure_and_its_cell_handed_across_a_break(capsys):
     for _ in range(3):
         assert_equal(closure_called_before_its_cell_is_read(X), compiled(X))
     assert counter.frame_count == _torch_frames(closure_called_before_its_cell_is_read, [(X,)] * 3) == 2
+
+
+def maybe_bound(flag):
+    def inner(y):
+        return y + k
+    if flag:
+        k = 1
+    return inner
+
+
+def calls_it(x, fn):
+    try:
+        return fn(x)
+    except NameError:
+        return x - 1
+
+
+def test_a_closure_whose_cell_is_empty_on_one_call():
+    """An empty cell (NameError when read) on one call, bound on the next:
+    the entry made for the empty one must not serve the bound one."""
+    armature.reset()
+    compiled = armature.compile(calls_it, backend="eager")
+    for flag in (False, True, False, True):
+        assert_equal(calls_it(X, maybe_bound(flag)), compiled(X, maybe_bound(flag)))

@@ -296,8 +296,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         # (a closure's cells are read through it; which cells it holds is
         # guarded where it matters: values/closure_aliasing.py)
         nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__
+        from .closure_aliasing import cells_bound
         if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
-                and not torch_ops.is_graph_function(obj):
+                and not torch_ops.is_graph_function(obj) and cells_bound(obj):
             # a function made anew on every call (api's automatic-generic
             # bookkeeping, a closure-free function defined inside another one
             # handed in as an argument -- a lambda its caller makes per call,

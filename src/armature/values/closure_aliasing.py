@@ -36,6 +36,18 @@ from ..guards.guard import Guard, Kind
 _VARYING: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def cells_bound(fn) -> bool:
+    """Every cell of ``fn`` holds a value.  A closure with an empty cell is
+    guarded by identity instead: the trace would raise NameError reading
+    it, and no code guard says the cell is still empty next call."""
+    for cell in fn.__closure__ or ():
+        try:
+            cell.cell_contents
+        except ValueError:
+            return False
+    return True
+
+
 def cell_value(ctx, cell: types.CellType, contents_source, varying: bool):
     """The one Value for ``cell`` in this trace; ``contents_source`` reads
     its contents; ``varying``: read through a function guarded by code (its
