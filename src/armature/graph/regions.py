@@ -25,8 +25,9 @@ identically, computes the same thing whichever instance traced it; what
 differs between the blocks (their parameters) is an operand.
 
 A call is not merged (it stays inlined) when it is not pure or not
-self-contained: it wrote Python state (the side-effect log grew), it mutates
-a tensor in place, draws random numbers, has data-dependent (unbacked)
+self-contained: it wrote Python state (the side-effect log grew), it writes
+in place a tensor it did not make (an operand or a view of one; writes to
+its own intermediates, ``out += identity``, stay inside), draws random numbers, has data-dependent (unbacked)
 sizes, returns a non-tensor that later code uses or a tensor aliasing one of
 its operands or another of its outputs, its nodes are not contiguous in the
 graph, or the graph switches global state anywhere (grad mode, autocast):
