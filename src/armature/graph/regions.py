@@ -27,8 +27,8 @@ differs between the blocks (their parameters) is an operand.
 A call is not merged (it stays inlined) when it is not pure or not
 self-contained: it wrote Python state (the side-effect log grew), it writes
 in place a tensor it did not make (an operand or a view of one; writes to
-its own intermediates, ``out += identity``, stay inside), draws random numbers, has data-dependent (unbacked)
-sizes, returns a non-tensor that later code uses or a tensor aliasing one of
+its own intermediates, ``out += identity``, stay inside), draws random
+numbers, has data-dependent (unbacked) sizes, returns a non-tensor that later code uses or a tensor aliasing one of
 its operands or another of its outputs, its nodes are not contiguous in the
 graph, or the graph switches global state anywhere (grad mode, autocast):
 those are what ``invoke_subgraph`` cannot express or what aot_autograd would
@@ -418,6 +418,9 @@ def _mutated(n: torch.fx.Node):
     if _is_mutation(n.op, t, n.kwargs) or (n.op == "call_function" and _inplace_flag(t, n.args, n.kwargs)):
         first = n.args[0] if n.args else None
         return first if isinstance(first, torch.fx.Node) else False
+    name = t if isinstance(t, str) else getattr(t, "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):
+        return False   # (``torch._foreach_add_``: a writer of unknown operands)
     return None
 
 
