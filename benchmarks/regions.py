@@ -376,6 +376,9 @@ def main(argv=None) -> None:
     print(f"# load average at start: {os.getloadavg()}, {os.cpu_count()} cpus", flush=True)
     for model in a.models.split(","):
         for depth in (int(d) for d in a.depths.split(",")):
+            if model == "tvresnet" and depth % 4:
+                print(f"# tvresnet {depth}: not a multiple of 4 blocks (4 stages), skipped", flush=True)
+                continue
             for rep in range(a.reps):
                 order = compilers if rep % 2 == 0 else list(reversed(compilers))
                 for compiler in order:
