@@ -197,7 +197,7 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
             return value
         value.check_no_hooks(tx)
         value = value.getattr(tx, "forward")
-    from ..values.per_call_classes import reached_through_per_call_class
+    from ..values.objects.per_call_classes import reached_through_per_call_class
     if isinstance(value, (UserFunctionValue, BoundMethodValue)):
         fv = value.func if isinstance(value, BoundMethodValue) else value
         if isinstance(fv, UserFunctionValue) and reached_through_per_call_class(tx.ctx, fv.source):
@@ -274,7 +274,7 @@ def _constructs_module(inst, stack: list) -> bool:
     built at a graph break: a new object on every call)."""
     if inst.opname not in ("CALL", "CALL_KW"):
         return False
-    from ..values.objects import ClassValue
+    from ..values.objects.objects import ClassValue
     pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
     callee = stack[SPELLING.callee_is_first(stack, pos, NULL)]
     cls = getattr(callee, "cls", None) if isinstance(callee, ClassValue) else None

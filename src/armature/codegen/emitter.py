@@ -191,12 +191,12 @@ def _has_identity(value: Value) -> bool:
     the frame)."""
     if value.source is not None:
         return False
-    from ..values.class_def import DecoratedFunctionValue, MadeClassValue
+    from ..values.objects.class_def import DecoratedFunctionValue, MadeClassValue
     from ..values.containers import DictValue, IteratorValue, ListValue
     from ..values.exceptions import ExceptionValue
     from ..values.functions import CellValue, NestedFunctionValue
     from ..values.modules import NewModuleValue
-    from ..values.objects import ObjectValue
+    from ..values.objects.objects import ObjectValue
     from ..values.stdlib.functools import PartialValue
     from ..values.stdlib.itertools import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,

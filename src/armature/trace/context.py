@@ -295,7 +295,7 @@ class TraceContext:
         if not mutated:
             return
         from ..values.containers import DictValue, ListValue, SetValue
-        from ..values.objects import ObjectValue
+        from ..values.objects.objects import ObjectValue
         from ..values.modules import ModuleValue
         kinds = (ListValue, DictValue, SetValue, ObjectValue)
         seen = [v for _, v in self.value_cache.values()

@@ -113,7 +113,7 @@ class Frame:
 
     def get_iter(self, v: Value):
         from ..values.containers import IteratorValue, ListValue, UserIteratorValue
-        from ..values.objects import ObjectValue
+        from ..values.objects.objects import ObjectValue
         if type(v) is LazyValue:
             v = v.realize(self.ctx)
         if isinstance(v, IteratorValue):

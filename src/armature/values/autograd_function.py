@@ -140,7 +140,7 @@ class FunctionCall:
 
 def _static_function(cls: type, name: str):
     """(function, source) of the staticmethod ``cls.name``."""
-    from .objects import class_source, find_class_attr
+    from .objects.objects import class_source, find_class_attr
     raw, owner = find_class_attr(cls, name)
     if not isinstance(raw, staticmethod) or not inspect.isfunction(raw.__func__):
         raise Unsupported(f"{cls.__qualname__}.{name} is not a Python staticmethod")
@@ -157,7 +157,7 @@ def _backward_name(cls: type) -> str:
 
 
 def find_raw(cls, name):
-    from .objects import find_class_attr
+    from .objects.objects import find_class_attr
     return find_class_attr(cls, name)[0]
 
 

@@ -97,7 +97,7 @@ def _stands_for_another(obj) -> bool:
 
 
 def _note_instance_dict(ctx, value: Value) -> None:
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if not isinstance(value, ObjectValue) or value.is_new:
         return
     d = getattr(value.obj, "__dict__", None)
@@ -117,7 +117,8 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
 
 
 def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
-    from . import autograd_function, containers, functions, modules, objects, torch_ops, builtins as vbuiltins
+    from . import autograd_function, containers, functions, modules, torch_ops, builtins as vbuiltins
+    from .objects import objects
     from .tensor import TensorValue
 
     t = type(obj)
@@ -223,7 +224,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return containers.TupleValue(items, cls=t, source=source)
     if t is dict:
         keys = list(obj)
-        from .per_call_classes import statement_of
+        from .objects.per_call_classes import statement_of
         if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, enum.Enum)
                    or (isinstance(k, type) and statement_of(k) is None) for k in keys):
             # (a class made per call is a key like an object: not a constant)
@@ -284,7 +285,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj is autograd_function.APPLY:
         return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
-        from .per_call_classes import reached_through_per_call_class
+        from .objects.per_call_classes import reached_through_per_call_class
         per_call = source is not None and reached_through_per_call_class(ctx, source)
         nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__ \
             and obj.__closure__ is None   # (a closure's cells may be the frame's own: identity)
@@ -294,7 +295,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             # bookkeeping, a closure-free function defined inside another one
             # handed in as an argument -- a lambda its caller makes per call,
             # which torch.compile guards by code too -- or a method of a class made per call:
-            # values/per_call_classes.py): what a call of it depends on is its code and
+            # values/objects/per_call_classes.py): what a call of it depends on is its code and
             # globals; closure cells and defaults are read through it.  (A
             # method a class decorator generates per class, dataclass's
             # __init__ and __repr__, has equal code, not the same object.)
@@ -330,7 +331,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             return torch_ops.TorchFunctionValue(obj, source)
         return vbuiltins.BuiltinValue(obj, source)
     if isinstance(obj, type):
-        from .per_call_classes import statement_of, wrap_per_call_class
+        from .objects.per_call_classes import statement_of, wrap_per_call_class
         if statement_of(obj) is not None:   # made anew on every call by a class statement
             return wrap_per_call_class(ctx, obj, source)
         _guard(ctx, Kind.ID_MATCH, source, obj)
@@ -347,7 +348,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if ctx_value is not None:
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return ctx_value
-    from .thread_local import wrap_thread_local
+    from .objects.thread_local import wrap_thread_local
     tl = wrap_thread_local(ctx, obj, source)
     if tl is not None:
         return tl

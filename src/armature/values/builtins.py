@@ -226,7 +226,7 @@ def _vars(tx, *args):
     if len(args) != 1:
         raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
     from .base import realize
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     obj = realize(tx.ctx, args[0])
     if not isinstance(obj, ObjectValue):
         raise Unsupported(f"vars() of {obj}")
@@ -242,7 +242,7 @@ def _vars(tx, *args):
 @rule(isinstance)
 def _isinstance(tx, obj, classinfo):
     cls = classinfo.as_python_constant()
-    from .metaclasses import isinstance_through_metaclass
+    from .objects.metaclasses import isinstance_through_metaclass
     through = isinstance_through_metaclass(tx, obj, cls)
     if through is not None:
         return through
@@ -254,7 +254,7 @@ def _isinstance(tx, obj, classinfo):
 
 @rule(type.__call__)
 def _type_call(tx, cls, *args, **kwargs):
-    from .metaclasses import type_call
+    from .objects.metaclasses import type_call
     return type_call(tx, cls, args, kwargs)
 
 
@@ -615,7 +615,7 @@ def _new_cell(tx, *args):
 
 @rule(super)
 def _super(tx, *args):
-    from .objects import SuperValue
+    from .objects.objects import SuperValue
     if len(args) == 2:
         start = args[0].as_python_constant()
         return SuperValue(start, realize(tx.ctx, args[1]))

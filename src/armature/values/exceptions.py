@@ -64,7 +64,7 @@ class ExceptionValue(Value):
             return self.args[0] if self.args else ConstantValue(None)
         if name == "__traceback__":
             raise Unsupported("the traceback of an exception raised while tracing")
-        from .objects import _MISSING, bind_attr, find_class_attr
+        from .objects.objects import _MISSING, bind_attr, find_class_attr
         raw, owner = find_class_attr(self.cls, name)
         if raw is not _MISSING and owner.__module__ != "builtins":
             # a method, property or constant of the user's exception class
@@ -78,7 +78,7 @@ class ExceptionValue(Value):
 
     def setattr(self, tx, name, value):
         """``self.key = key`` (in a user ``__init__``) or ``e.args = ...``."""
-        from .objects import _MISSING, _is_data_descriptor, find_class_attr
+        from .objects.objects import _MISSING, _is_data_descriptor, find_class_attr
         if name == "args":
             from .containers import TupleValue
             self.args = list(tx.iterate(value))
@@ -141,8 +141,8 @@ class ExceptionValue(Value):
         out.call(5)
 
     def _emit_class(self, out):
-        from .class_def import made_class_value
-        from .per_call_classes import emit_class
+        from .objects.class_def import made_class_value
+        from .objects.per_call_classes import emit_class
         made = made_class_value(self.cls)
         if made is not None:   # a class statement of the frame: the class rebuilt for this call
             out.reconstruct(made)
@@ -175,7 +175,7 @@ _GENERIC_INIT = frozenset({BaseException, Exception, ValueError, TypeError, Runt
 def make_exception(tx, cls_value, args, kwargs) -> ExceptionValue:
     """``cls(*args, **kwargs)``: ``BaseException.__new__`` stores the
     arguments, then ``__init__`` runs (a user's inlined, on this Value)."""
-    from .objects import _MISSING, bind_attr, find_class_attr
+    from .objects.objects import _MISSING, bind_attr, find_class_attr
     cls = cls_value.cls
     new_raw, new_owner = find_class_attr(cls, "__new__")
     if new_owner.__module__ != "builtins":

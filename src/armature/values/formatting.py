@@ -21,7 +21,7 @@ _DUNDER = {"str": "__str__", "repr": "__repr__"}
 def _lookup(tx, value, name: str):
     """(raw, owner) of ``name`` on the value's class; the absence of a
     Python-level one on the classes before its owner is guarded."""
-    from .objects import class_source, find_class_attr
+    from .objects.objects import class_source, find_class_attr
     cls = value.python_type()
     raw, owner = find_class_attr(cls, name)
     for klass in cls.__mro__:
@@ -51,7 +51,7 @@ _RECURSION_GUARDS = _recursion_guard_codes()
 
 def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
     from .builder import wrap
-    from .objects import wrap_class_attr
+    from .objects.objects import wrap_class_attr
     fv = wrap_class_attr(tx, value.python_type(), name, raw, owner)
     inner = getattr(raw, "__wrapped__", None)
     if raw.__code__ in _RECURSION_GUARDS and isinstance(inner, types.FunctionType):
@@ -64,7 +64,7 @@ def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
 
 
 def _is_user_object(value) -> bool:
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     return isinstance(value, ObjectValue) and type(value.cls) is type and \
         not isinstance(getattr(value, "obj", None), BaseException)
 

@@ -78,7 +78,7 @@ def conversion_method(tx, value, name: str):
     mod = value.mod
     if name in value.attrs or name in mod.__dict__:
         return None
-    from .objects import find_class_attr
+    from .objects.objects import find_class_attr
     _raw, owner = find_class_attr(type(mod), name)
     if owner is None or not _trusted(owner):   # (a class's own override: inlined as it is)
         return None
@@ -201,7 +201,7 @@ def _made_by_the_constructor(ctx, owner) -> bool:
 def _check_tree(tx, owner, name, what) -> None:
     """The module and its submodules: torch.nn classes with torch's
     methods, no member read and no attribute written by the trace so far."""
-    from .objects import find_class_attr, wrap_class_attr
+    from .objects.objects import find_class_attr, wrap_class_attr
     ctx = tx.ctx
     read = {id(gi.real) for gi in ctx.graph.inputs}
     helpers = CONVERSIONS[name]

@@ -34,7 +34,7 @@ import types
 
 from ..diagnostics.errors import Unsupported, UserLocation
 from .base import Value
-from .objects import ObjectValue
+from .objects.objects import ObjectValue
 
 #: the methods of a real generator that are a graph break to call
 _NATIVE_METHODS = ("send", "throw", "close", "__next__")

@@ -102,7 +102,7 @@ def _fixed_object(v: Value):
     NOT_FIXED."""
     from .base import CallableConstantValue
     from .functions import UserFunctionValue
-    from .objects import ClassValue
+    from .objects.objects import ClassValue
     from .torch_ops import PythonModuleValue
     if isinstance(v, CallableConstantValue):
         return v.fn

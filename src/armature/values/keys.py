@@ -174,7 +174,7 @@ def make_key(v: Value, tx=None) -> Any:
             raise Unsupported("a module passed in as any instance of its class used as a dict or set key",
                               hint="the lookup runs as Python (a graph break)")
         return ValueKey(v, _Identity(v))
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(v, ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
                                                                    types.FunctionType):
         return ValueKey(v, _UserHashed(v, _user_hash(tx, v, t), tx))

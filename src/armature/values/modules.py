@@ -173,7 +173,7 @@ class ModuleValue(Value):
                 tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
             # the class attribute, guarded on the class that defines it (a
             # method patched on the class after compiling recompiles)
-            from .objects import bind_attr, find_class_attr
+            from .objects.objects import bind_attr, find_class_attr
             raw, owner = find_class_attr(type(mod), name)
             cls_value = wrap(tx.ctx, type(mod), None)
             return bind_attr(tx, raw, owner, name, self, cls_value)
@@ -185,7 +185,7 @@ class ModuleValue(Value):
         if getattr_fn is not torch.nn.Module.__getattr__ and isinstance(getattr_fn, types.FunctionType):
             from .functions import UserFunctionValue
             from .constant import ConstantValue
-            from .objects import find_class_attr, wrap_class_attr
+            from .objects.objects import find_class_attr, wrap_class_attr
             raw, owner = find_class_attr(type(mod), "__getattr__")
             fv = wrap_class_attr(tx, type(mod), "__getattr__", raw, owner)
             return fv.call(tx, [self, ConstantValue(name)], {})
@@ -229,7 +229,7 @@ class ModuleValue(Value):
             return None
         if not isinstance(raw, types.FunctionType):
             raise Unsupported(f"the C {dunder} of {type(self.mod).__name__}")
-        from .objects import find_class_attr, wrap_class_attr
+        from .objects.objects import find_class_attr, wrap_class_attr
         raw, owner = find_class_attr(type(self.mod), dunder)
         return wrap_class_attr(tx, type(self.mod), dunder, raw, owner)
 
@@ -411,7 +411,7 @@ class ModuleValue(Value):
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
             if isinstance(call, types.FunctionType):
-                from .objects import find_class_attr, wrap_class_attr
+                from .objects.objects import find_class_attr, wrap_class_attr
                 raw, owner = find_class_attr(type(mod), "__call__")
                 fv = wrap_class_attr(tx, type(mod), "__call__", raw, owner)  # (its closure has a source)
                 return fv.call(tx, [self, *args], kwargs)

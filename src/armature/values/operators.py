@@ -64,7 +64,7 @@ def _not_implemented(v: Value) -> bool:
 
 
 def _call_dunder(tx, obj, name, *args):
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if not isinstance(obj, ObjectValue):
         return None
     m = obj.dunder(tx, name)
@@ -112,7 +112,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     from .containers import SetValue
     if isinstance(a, SetValue) and isinstance(b, SetValue) and not (a.is_python_constant() and b.is_python_constant()):
         return a.binary(tx, op, b)
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         return _object_binary(tx, op, a, b)
     from .symbolic import SymbolicNumberValue
@@ -240,7 +240,7 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
     a = concrete(tx, a)
     if is_ndarray_value(a):
         return numpy_ops.unary(tx, op, a)
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(a, ObjectValue) and op is not operator.not_:
         name = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}[op]
         res = _call_dunder(tx, a, name)
@@ -273,7 +273,7 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
     ids = compare_ids(tx, op, a, b)   # (id(a) == id(b))
     if ids is not None:
         return ids
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
         name, rname = _COMPARE_DUNDERS[op]
         res = _call_dunder(tx, a, name, b)
@@ -313,7 +313,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
                               "made in the frame")
         tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
         return False
-    from .instance_dict import InstanceDictValue
+    from .objects.instance_dict import InstanceDictValue
     for x, y in ((a, b), (b, a)):
         if isinstance(x, InstanceDictValue):
             # ``obj.__dict__`` is not wrapped once like other real objects
@@ -326,7 +326,7 @@ def is_same(tx, a: Value, b: Value) -> bool:
     if ca and cb and isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
         return a.value is b.value
     from .containers import ListValue, SetValue
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(a, (ListValue, DictValue, SetValue, ObjectValue)) or \
             isinstance(b, (ListValue, DictValue, SetValue, ObjectValue)):
         _guard_distinct_inputs(tx, a, b)
@@ -368,7 +368,7 @@ def values_equal(tx, a: Value, b: Value) -> bool:
     if ids is not None:
         return ids.value
     from .containers import DictViewValue
-    from .instance_dict import InstanceDictValue
+    from .objects.instance_dict import InstanceDictValue
     if isinstance(a, (DictViewValue, InstanceDictValue)):
         return a.equals(tx, b)
     if isinstance(b, (DictViewValue, InstanceDictValue)):
@@ -399,7 +399,7 @@ def contains(tx, item: Value, container: Value) -> bool:
         return any(values_equal(tx, item, x) for x in container.items)
     if hasattr(container, "contains"):
         return container.contains(tx, item)
-    from .objects import ObjectValue
+    from .objects.objects import ObjectValue
     if isinstance(container, ObjectValue):
         m = container.dunder(tx, "__contains__")
         if m is not None:

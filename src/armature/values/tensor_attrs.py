@@ -28,7 +28,7 @@ def _class_attribute(cls: type, name: str):
     """(raw, owner) when the subclass itself defines ``name``."""
     if cls in (torch.Tensor, torch.nn.Parameter):
         return None, None
-    from .objects import find_class_attr
+    from .objects.objects import find_class_attr
     raw, owner = find_class_attr(cls, name)
     if owner is None or owner in TORCH_OWNERS:
         return None, None
@@ -38,7 +38,7 @@ def _class_attribute(cls: type, name: str):
 def python_attribute(tx, t, name: str) -> Value | None:
     """The Python-level attribute ``name`` of tensor ``t``, or None when it
     is one of torch's own (or absent: then torch's lookup reports it)."""
-    from .objects import _is_data_descriptor, bind_attr
+    from .objects.objects import _is_data_descriptor, bind_attr
     raw, owner = _class_attribute(t.cls, name)
     if owner is not None and (isinstance(raw, property) or _is_data_descriptor(raw)):
         return bind_attr(tx, raw, owner, name, t, _class_value(tx, t.cls))

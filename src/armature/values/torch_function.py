@@ -364,7 +364,7 @@ def impl_value(tx, cls: type) -> Value:
     torch's own implementations modelled."""
     from .builder import wrap
     from .functions import BoundMethodValue
-    from .objects import find_class_attr, wrap_class_attr
+    from .objects.objects import find_class_attr, wrap_class_attr
     raw, owner = find_class_attr(cls, "__torch_function__")
     fn = raw.__func__ if isinstance(raw, classmethod) else raw
     cls_v = wrap(tx.ctx, cls, None)
@@ -376,7 +376,7 @@ def impl_value(tx, cls: type) -> Value:
         raise Unsupported(f"{cls.__qualname__}.__torch_function__ is not a classmethod")
     wrap_class_attr(tx, cls, "__torch_function__", raw, owner)   # (guards it)
     from ..guards.sources import AttrSource, ItemSource
-    from .objects import class_source
+    from .objects.objects import class_source
     src = AttrSource(ItemSource(AttrSource(class_source(owner), "__dict__"), "__torch_function__"), "__func__")
     return BoundMethodValue(wrap(tx.ctx, fn, src), cls_v)
 
@@ -541,7 +541,7 @@ def construct_subclass(tx, cls_v, args, kwargs) -> Value:
     result is an instance, as ``type.__call__`` does."""
     from .base import realize
     from .functions import BoundMethodValue
-    from .objects import find_class_attr, wrap_class_attr
+    from .objects.objects import find_class_attr, wrap_class_attr
     from .tensor import TensorValue
     cls = cls_v.cls
     raw_new, owner = find_class_attr(cls, "__new__")

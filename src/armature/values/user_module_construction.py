@@ -51,7 +51,7 @@ from ..diagnostics.errors import Unsupported, UserException
 from ..guards.sources import AttrSource, ItemSource
 from .base import Value
 from .constant import ConstantValue
-from .objects import ObjectValue, _MISSING, bind_attr, class_source
+from .objects.objects import ObjectValue, _MISSING, bind_attr, class_source
 
 #: nn.Module methods a constructor calls to register members: they are
 #: recorded as attribute writes of the module under construction
@@ -72,7 +72,7 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
     setup is indistinguishable from eager building it at the call (see the
     module docstring); on success the audit's guards are the entry's."""
     cls = cls_value.cls
-    from .class_def import MadeClassValue
+    from .objects.class_def import MadeClassValue
     if isinstance(cls_value, MadeClassValue) or cls_value.source is None:
         # (the setup would run before the class statement: it would build
         # the module from another class object than the frame's)

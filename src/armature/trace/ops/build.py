@@ -188,7 +188,7 @@ def _mapping_items(f, other, opname) -> dict:
     """The entries of a mapping that is not a dict, as CPython's dict_merge
     reads them: ``keys()``, then ``other[key]`` for each key (user Mapping
     subclasses, whose methods are inlined)."""
-    from ...values.objects import ObjectValue
+    from ...values.objects.objects import ObjectValue
     if not isinstance(other, ObjectValue):
         raise Unsupported(f"** unpacking of {other}")
     t = other.python_type()

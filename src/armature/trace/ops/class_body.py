@@ -3,7 +3,7 @@ class body, whose locals are a namespace (LOAD_NAME, STORE_NAME,
 DELETE_NAME, SETUP_ANNOTATIONS, 3.11's LOAD_CLASSDEREF, 3.12+'s
 LOAD_LOCALS / LOAD_FROM_DICT_OR_DEREF / LOAD_FROM_DICT_OR_GLOBALS).
 
-A class body runs as a frame with ``class_namespace`` set (values/class_def.py);
+A class body runs as a frame with ``class_namespace`` set (values/objects/class_def.py);
 module-level code, the only other user of these opcodes, is never traced.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ class ClassNamespaceValue(Value):
 
 @opcode("LOAD_BUILD_CLASS")
 def load_build_class(f, inst):
-    from ...values.class_def import BuildClassValue
+    from ...values.objects.class_def import BuildClassValue
     f.push(BuildClassValue(f, f.ip - 1))
 
 
@@ -45,7 +45,7 @@ def _global_or_builtin(f, name: str) -> Value:
     v = load_global_value(f, name)
     kind = _BODY_DECORATORS.get(name)
     if kind is not None and v.is_python_constant() and v.as_python_constant() is kind:
-        from ...values.class_def import ClassBodyDecorator
+        from ...values.objects.class_def import ClassBodyDecorator
         return ClassBodyDecorator(kind)
     return v
 

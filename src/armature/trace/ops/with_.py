@@ -49,7 +49,7 @@ def check_exc_match(f, inst):
 def _as_exception(f, v) -> ExceptionValue:
     if isinstance(v, ExceptionValue):
         return v
-    from ...values.objects import ClassValue
+    from ...values.objects.objects import ClassValue
     if isinstance(v, ClassValue) and issubclass(v.cls, BaseException):
         exc = v.call(f, [], {})
         if isinstance(exc, ExceptionValue):

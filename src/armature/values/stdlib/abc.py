@@ -1,5 +1,5 @@
 """abc: ``@abc.abstractmethod`` on a method of a class statement in the
-frame (values/class_def.py): it marks the function the class body made,
+frame (values/objects/class_def.py): it marks the function the class body made,
 applied again to the real stand-in and to the rebuilt function."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .common import _std_function
 
 
 def _abstractmethod(tx, fn):
-    from ..class_def import DecoratedFunctionValue
+    from ..objects.class_def import DecoratedFunctionValue
     from ..functions import NestedFunctionValue
     if not isinstance(fn, NestedFunctionValue):
         raise Unsupported(f"abc.abstractmethod({fn}) outside a class statement of the frame")

@@ -21,7 +21,7 @@ from ..base import LazyValue, Value
 from ..builtins import BuiltinValue
 from ..constant import ConstantValue
 from ..containers import IteratorValue
-from ..objects import ClassValue
+from ..objects.objects import ClassValue
 
 _MISSING = object()
 #: the most items an iterator is materialized into (list(), tuple(), ...)

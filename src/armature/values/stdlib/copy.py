@@ -49,7 +49,7 @@ class _DeepCopier:
 
     def copy(self, v):
         from ..containers import DictValue, ListValue, TupleValue
-        from ..objects import ObjectValue
+        from ..objects.objects import ObjectValue
         tx = self.tx
         v = realize(tx.ctx, v)
         done = self.memo.get(id(v))
@@ -59,7 +59,7 @@ class _DeepCopier:
         if isinstance(v, ConstantValue) and isinstance(v.value, _ATOMIC) and not isinstance(v.value, tuple):
             return v
         if type(v) is ObjectValue and _plain_class(v.cls) and not getattr(v, "contents", None):
-            from ..builtin_subclasses import _new_instance
+            from ..objects.builtin_subclasses import _new_instance
             new = _new_instance(v.cls, None)
             self.memo[id(v)] = new
             for k in v.dict_keys(tx):

@@ -11,7 +11,7 @@ from ...guards.guard import Kind
 from ..base import Value
 from ..constant import ConstantValue
 from ..containers import DictValue, ListValue, TupleValue
-from ..objects import ClassValue
+from ..objects.objects import ClassValue
 from .collections import OrderedDictValue
 from .common import _SCALAR_TYPES, _guard, _r, _register_object, _std_function, _wrap
 from .enum import EnumMemberValue
@@ -173,8 +173,8 @@ def _is_builtin_class(v: Value, cls: type) -> bool:
 
 def _dataclass(tx, cls=None, **kwargs):
     """``@dataclasses.dataclass`` (with or without arguments) on a class made
-    by a class statement in the frame (values/class_def.py)."""
-    from ..class_def import decorate_made_class
+    by a class statement in the frame (values/objects/class_def.py)."""
+    from ..objects.class_def import decorate_made_class
     from .common import _StdCallable
     if cls is None or isinstance(cls, ConstantValue) and cls.value is None:
         return _StdCallable(lambda tx_, c: decorate_made_class(tx_, dataclasses.dataclass, c, kwargs),

@@ -21,7 +21,7 @@ one of its instances escapes the frame, or is live at a graph break,
 residual code builds a new class per call from the reconstructed namespace
 (:func:`rebuild_class`), as eager does, and remembers it as made by this
 statement: a resume function (or any compiled function) that receives it
-guards it by that, not by identity (values/per_call_classes.py).
+guards it by that, not by identity (values/objects/per_call_classes.py).
 
 Only what is pure to run while tracing is modelled: the metaclass ``type``
 (or ``abc.ABCMeta``), no ``__init_subclass__`` of the bases, namespace
@@ -40,11 +40,11 @@ import abc
 import types
 import weakref
 
-from ..diagnostics.errors import Unsupported, user_error
-from ..effects import DELETED
-from .base import Value
-from .constant import ConstantValue
-from .functions import CellValue, NestedFunctionValue
+from ...diagnostics.errors import Unsupported, user_error
+from ...effects import DELETED
+from ..base import Value
+from ..constant import ConstantValue
+from ..functions import CellValue, NestedFunctionValue
 from .objects import ClassValue
 
 #: real classes made while tracing -> their MadeClassValue
@@ -72,7 +72,7 @@ class ClassCellValue(CellValue):
         self.made: MadeClassValue | None = None
 
     def reconstruct(self, out):
-        from ..runtime import replay
+        from ...runtime import replay
         if self.made is None or id(self.made) not in out._building:
             raise Unsupported("rebuilding the __class__ cell of a class made in the frame, apart from its class")
         out.instr("PUSH_NULL")
@@ -122,7 +122,7 @@ class ClassBodyDecorator(Value):
     def call(self, tx, args, kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], NestedFunctionValue):
             return DecoratedFunctionValue(self.kind, args[0])
-        from .builder import wrap
+        from ..builder import wrap
         return wrap(tx.ctx, self.kind, None).call(tx, args, kwargs)
 
 
@@ -134,7 +134,7 @@ class MadeClassValue(ClassValue):
         super().__init__(cls, None)
         self.name, self.bases, self.namespace = name, bases, namespace
         #: the class statement's body: the rebuilt class is remembered as
-        #: made by it (values/per_call_classes.py)
+        #: made by it (values/objects/per_call_classes.py)
         self.body_code = body_code
         #: the statement's ``metaclass=`` (None: from the bases)
         self.metaclass = None
@@ -160,7 +160,7 @@ class MadeClassValue(ClassValue):
         if isinstance(cell, CellValue):
             # 3.14: the body's __classdict__ cell is rebuilt empty, once
             # (its __annotate__ closes over the same cell); type() fills it
-            from ..runtime import replay
+            from ...runtime import replay
             out.preset(cell, replay.make_cell)
         out.instr("PUSH_NULL")
         out.load_const(rebuild_class)
@@ -252,7 +252,7 @@ class _Realizer:
             return self.function(name, v)
         if isinstance(v, DecoratedFunctionValue) and isinstance(v.func, NestedFunctionValue):
             return v.kind(self.function(name, v.func))
-        from .containers import DictValue
+        from ..containers import DictValue
         if isinstance(v, DictValue) and name == "__annotations__" and v.is_python_constant():
             return dict(v.as_python_constant())
         if v.is_python_constant():
@@ -271,9 +271,9 @@ class _Realizer:
 
     @staticmethod
     def _traced_object(v: Value) -> bool:
-        from .containers import DictValue, ListValue, SetValue, TupleValue
+        from ..containers import DictValue, ListValue, SetValue, TupleValue
         from .objects import ObjectValue
-        from .tensor import TensorValue
+        from ..tensor import TensorValue
         if isinstance(v, (ListValue, DictValue, SetValue, TupleValue, TensorValue)):
             return True
         if type(v) is ObjectValue and v.is_new:
@@ -430,7 +430,7 @@ def decorate_made_class(tx, decorator, cls_value: Value, kwargs: dict) -> MadeCl
 def _run_body(tx, body: NestedFunctionValue):
     """Run the class body; its namespace (name -> Value) and its
     ``__class__`` cell (None if no method uses it)."""
-    from ..trace.inline import make_frame
+    from ...trace.inline import make_frame
     code = body.code
     if code.co_argcount or code.co_flags & (0x04 | 0x08 | 0x20):
         raise Unsupported("__build_class__ called with a function that is not a class body")

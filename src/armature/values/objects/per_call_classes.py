@@ -4,7 +4,7 @@ compiled function they are handed to).
 
 Eager runs the class statement on every call, so every call has its own
 class object.  Where such a class crosses a graph break (the statement was
-traced and the class is rebuilt by residual code, values/class_def.py
+traced and the class is rebuilt by residual code, values/objects/class_def.py
 ``rebuild_class``; or the statement itself ran natively at a break, because
 its metaclass is not modelled: :func:`native_build_class`), the resume
 function receives a different class on every call.  An identity guard on it
@@ -23,7 +23,7 @@ by identity (:func:`wrap_per_call_class`):
   per call), so its MRO is the same up to the per-call classes in it.
 
 Everything else the trace reads of the class goes through sources rooted at
-the class's own source (values/objects.py ``class_source``), never through
+the class's own source (values/objects/objects.py ``class_source``), never through
 a constant: a class attribute is guarded where it is read (a constant by
 value, so a body that read a frame value recompiles only when that value
 changes); a function of the class (new on every call) by its code and
@@ -41,9 +41,9 @@ import types
 import weakref
 from dataclasses import dataclass
 
-from ..diagnostics.errors import Unsupported
-from ..guards.guard import Guard, Kind
-from ..guards.sources import AttrSource, ItemSource, Source
+from ...diagnostics.errors import Unsupported
+from ...guards.guard import Guard, Kind
+from ...guards.sources import AttrSource, ItemSource, Source
 
 #: classes made by a class statement of a compiled frame -> the code object
 #: of that statement's body
@@ -129,7 +129,7 @@ def wrap_per_call_class(ctx, cls: type, source: Source | None):
             add(Guard(Kind.DISTINCT, None, [other_value.source, source]))
     state[id(cls)] = (cls, value)
     ctx.value_cache[id(cls)] = (cls, value)   # (before the bases: a base never reaches back)
-    from .builder import wrap
+    from ..builder import wrap
     for i, b in enumerate(cls.__bases__):
         wrap(ctx, b, ItemSource(AttrSource(source, "__bases__"), i))
     return value

@@ -19,12 +19,12 @@ import inspect
 import types
 from typing import Any
 
-from ..diagnostics.errors import Unsupported, user_error
-from ..effects import DELETED, AttrDelete, AttrStore, DictReplace
-from ..guards.guard import Guard, Kind
-from ..guards.sources import AttrSource, ItemSource, Source, constant_source
-from .base import Value
-from .constant import ConstantValue
+from ...diagnostics.errors import Unsupported, user_error
+from ...effects import DELETED, AttrDelete, AttrStore, DictReplace
+from ...guards.guard import Guard, Kind
+from ...guards.sources import AttrSource, ItemSource, Source, constant_source
+from ..base import Value
+from ..constant import ConstantValue
 
 _MISSING = object()
 
@@ -36,7 +36,7 @@ def _is_data_descriptor(obj) -> bool:
 
 def class_source(cls: type, ctx=None) -> Source:
     """Where the trace reads ``cls`` from: a constant, except for a class made
-    per call by a class statement (values/per_call_classes.py), read through
+    per call by a class statement (values/objects/per_call_classes.py), read through
     the source the trace met it at (``ctx``: the trace)."""
     from .per_call_classes import class_source_of, statement_of
     if ctx is not None:
@@ -67,7 +67,7 @@ def find_class_attr(cls: type, name: str):
 
 def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
     """Wrap a raw class-dict entry, guarded by identity/value on its owner's dict."""
-    from .builder import wrap
+    from ..builder import wrap
     src = ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name)
     if isinstance(raw, (property, staticmethod, classmethod)) or _is_data_descriptor(raw):
         if _per_call_member(tx, owner):   # made with its class, on every call
@@ -83,7 +83,7 @@ def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
 def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value: "ClassValue") -> Value:
     """Apply the descriptor protocol to a raw class attribute (instance None:
     accessed on the class)."""
-    from .functions import BoundMethodValue
+    from ..functions import BoundMethodValue
     cls = cls_value.cls
     if isinstance(raw, staticmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
@@ -103,14 +103,14 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
-        from .containers import BoundContainerMethod
+        from ..containers import BoundContainerMethod
         return BoundContainerMethod(instance.contents, name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
-        from .containers import BoundContainerMethod
+        from ..containers import BoundContainerMethod
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
         return BoundContainerMethod(dict_contents(tx, instance), name)
-    from .autograd_function import APPLY, ApplyValue
+    from ..autograd_function import APPLY, ApplyValue
     if raw is APPLY and type(raw) is not types.FunctionType:
         # torch >= 2.14: Function.apply is a C classmethod (2.13's Python one is bound above)
         tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name),
@@ -126,7 +126,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
         if name == "__init__" and owner.__module__ == "builtins" and issubclass(owner, BaseException):
-            from .exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
+            from ..exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
             if owner in _GENERIC_INIT and (instance is None or isinstance(instance, ExceptionValue)):
                 return BuiltinExceptionInit(owner, instance)
         try:
@@ -139,12 +139,12 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             fv = _wrap_func(tx, raw)
             return fv if instance is None else BoundMethodValue(fv, instance)
         if owner is dict and name == "fromkeys":
-            from .containers import dict_fromkeys
-            from .stdlib.common import _StdCallable
+            from ..containers import dict_fromkeys
+            from ..stdlib.common import _StdCallable
             return _StdCallable(lambda tx_, *a, **k: dict_fromkeys(tx_, cls, *a, **k), f"{cls.__name__}.fromkeys")
         if cls in (int, float, str, bytes) and type(raw).__name__ == "classmethod_descriptor":
             # int.from_bytes, float.fromhex, bytes.fromhex, str.maketrans: pure, folded on constants
-            from .stdlib.common import _StdCallable
+            from ..stdlib.common import _StdCallable
             return _StdCallable(lambda tx_, *a, **k: _fold_class_method(getattr(cls, name), a, k),
                                 f"{cls.__name__}.{name}")
         raise Unsupported(f"the C descriptor {cls.__name__}.{name} ({type(raw).__name__})")
@@ -152,19 +152,19 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
 
 
 def _fold_class_method(bound, args, kwargs) -> Value:
-    from .builder import wrap_constant_result
-    from .containers import unwrap_constants
+    from ..builder import wrap_constant_result
+    from ..containers import unwrap_constants
     a, k = unwrap_constants(args, kwargs, what=f"{bound.__qualname__}()")
     try:
         result = bound(*a, **k)
     except Exception as e:
-        from .operators import folded_exception
+        from ..operators import folded_exception
         raise folded_exception(bound, e) from None
     return wrap_constant_result(result)
 
 
 def _wrap_func(tx, fn) -> Value:
-    from .builder import wrap
+    from ..builder import wrap
     return wrap(tx.ctx, fn, None)
 
 
@@ -174,7 +174,7 @@ def _descriptor_func(tx, desc: Value, owner: type, fn, attr: str) -> Value:
     identity, read (and guarded) through the descriptor where it is made
     per call with its class."""
     if desc.source is not None and _per_call_member(tx, owner):
-        from .builder import wrap
+        from ..builder import wrap
         return wrap(tx.ctx, fn, AttrSource(desc.source, attr))
     return ConstantValue(None) if fn is None else _wrap_func(tx, fn)
 
@@ -202,14 +202,14 @@ class ClassValue(Value):
         import typing
         raw, owner = find_class_attr(self.cls, "__class_getitem__")
         if raw is not _MISSING and (type(raw).__name__ == "classmethod_descriptor" or owner is typing.Generic):
-            from .stdlib.typing import subscript_generic
+            from ..stdlib.typing import subscript_generic
             return subscript_generic(tx, self.cls, key)
         return super().getitem(tx, key)
 
     def lookup(self, tx, name):
         """Raw class attribute, consulting pending writes on this class and
         its bases (in MRO order)."""
-        from .builder import wrap
+        from ..builder import wrap
         for klass in self.cls.__mro__:
             kv = wrap(tx.ctx, klass, None) if klass is not self.cls else self
             if isinstance(kv, ClassValue) and name in kv.attrs:
@@ -254,8 +254,8 @@ class ClassValue(Value):
 
     def _meta_attr(self, tx, raw, name):
         """An attribute found on the metaclass, bound to this class."""
-        from .builder import wrap
-        from .functions import BoundMethodValue
+        from ..builder import wrap
+        from ..functions import BoundMethodValue
         if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
             return _wrap_func(tx, raw.fget).call(tx, [self], {})
         if isinstance(raw, types.FunctionType):
@@ -283,28 +283,28 @@ class ClassValue(Value):
         cls = self.cls
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(cls, args, kwargs)
-        from .builtins import RULES, fold_call
+        from ..builtins import RULES, fold_call
         if cls in RULES:
             return RULES[cls](tx, *args, **kwargs)
         if issubclass(cls, BaseException):
-            from .exceptions import make_exception
+            from ..exceptions import make_exception
             return make_exception(tx, self, args, kwargs)
         if cls.__module__ == "builtins":
             return fold_call(cls, args, kwargs)
         import torch
         if issubclass(cls, torch.nn.Module):
-            from .modules import construct_module
+            from ..modules import construct_module
             return construct_module(tx, self, args, kwargs)
         if cls is torch.nn.Parameter:
             if getattr(tx.ctx, "auditing_construction", False):
-                from .user_module_construction import audited_parameter
+                from ..user_module_construction import audited_parameter
                 return audited_parameter(tx, args, kwargs)
             raise Unsupported("creating an nn.Parameter inside a compiled function (a new leaf tensor, which a "
                               "graph cannot produce mid-way)",
                               hint="the call runs natively (a graph break, as torch.compile does); create the "
                                    "parameter outside, or make it in a module's __init__")
         if issubclass(cls, torch.Tensor) and cls not in (torch.Tensor, torch.nn.Parameter):
-            from .torch_function import construct_subclass
+            from ..torch_function import construct_subclass
             return construct_subclass(tx, self, args, kwargs)
         return instantiate(tx, self, args, kwargs)
 
@@ -313,7 +313,7 @@ class ClassValue(Value):
 
 
 def _make_namedtuple(cls, args, kwargs):
-    from .containers import TupleValue
+    from ..containers import TupleValue
     try:
         bound = inspect.signature(cls).bind(*args, **kwargs)
     except TypeError as e:
@@ -323,7 +323,7 @@ def _make_namedtuple(cls, args, kwargs):
         if name in bound.arguments:
             items.append(bound.arguments[name])
         else:
-            from .builder import wrap_constant_result
+            from ..builder import wrap_constant_result
             items.append(wrap_constant_result(cls._field_defaults[name]))
     return TupleValue(items, cls=cls)
 
@@ -331,8 +331,8 @@ def _make_namedtuple(cls, args, kwargs):
 def _make_size(tx, args, kwargs):
     """``torch.Size(iterable)``: a tuple of ints (symbolic ones stay so)."""
     import torch
-    from .containers import TupleValue
-    from .symbolic import SymbolicNumberValue
+    from ..containers import TupleValue
+    from ..symbolic import SymbolicNumberValue
     if kwargs or len(args) > 1:
         raise Unsupported("torch.Size() with unusual arguments")
     items = tx.iterate(args[0]) if args else []
@@ -360,7 +360,7 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool
             from .metaclasses import metaclass_call
             return metaclass_call(tx, cls_value, call_raw, owner, args, kwargs)
     if getattr(cls, "__abstractmethods__", None):
-        from ..trace.pyversion import at_least
+        from ...trace.pyversion import at_least
         names = sorted(cls.__abstractmethods__)
         plural = "s" if len(names) > 1 else ""
         if at_least((3, 12)):
@@ -392,12 +392,12 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool
         fn = new_raw.__func__ if isinstance(new_raw, staticmethod) else new_raw
         if not isinstance(fn, types.FunctionType):
             raise Unsupported(f"creating an instance of {cls.__qualname__}, whose __new__ is not Python")
-        from .functions import UserFunctionValue
+        from ..functions import UserFunctionValue
         src = ItemSource(AttrSource(class_source(new_owner, tx.ctx), "__dict__"), "__new__")
         if isinstance(new_raw, staticmethod):
             src = AttrSource(src, "__func__")
         if _per_call_member(tx, new_owner):
-            from .builder import wrap
+            from ..builder import wrap
             new_fn = wrap(tx.ctx, fn, src)
         else:
             tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, fn))
@@ -455,7 +455,7 @@ class ObjectValue(Value):
         return self.cls
 
     def _class_value(self, tx) -> ClassValue:
-        from .builder import wrap
+        from ..builder import wrap
         return wrap(tx.ctx, self.cls, None)
 
     def _has_real_dict(self) -> bool:
@@ -471,7 +471,7 @@ class ObjectValue(Value):
             return _MISSING
         d = getattr(self.obj, "__dict__", None)
         if d is not None and name in d:
-            from .builder import wrap
+            from ..builder import wrap
             raw, _ = find_class_attr(self.cls, name)
             # ``obj.name`` would run a data descriptor of the class: read the dict
             src = ItemSource(AttrSource(self.source, "__dict__"), name) if _is_data_descriptor(raw) \
@@ -489,7 +489,7 @@ class ObjectValue(Value):
             return v
         if self.is_new:
             raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
-        from .builder import wrap
+        from ..builder import wrap
         try:
             real = getattr(self.obj, name)
         except AttributeError:
@@ -545,7 +545,7 @@ class ObjectValue(Value):
         """``object.__setattr__``: data descriptors first, then the instance dict."""
         cls_value = self._class_value(tx)
         if name == "__dict__":
-            from .containers import DictValue
+            from ..containers import DictValue
             if not isinstance(value, DictValue):
                 raise Unsupported("assigning a non-dict to __dict__")
             self.attrs = value.items   # shared: writes through either side show in both
@@ -654,7 +654,7 @@ class ObjectValue(Value):
         if raw is _MISSING or raw is None:
             return None
         if pending:
-            from .functions import BoundMethodValue
+            from ..functions import BoundMethodValue
             return BoundMethodValue(raw, self)
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
                 isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
@@ -734,7 +734,7 @@ class ObjectValue(Value):
             return self.source.emit(out)
         if not self.is_new:
             raise Unsupported(f"rebuilding {self}")
-        from ..runtime import replay
+        from ...runtime import replay
         names = [k for k, v in self.attrs.items() if v is not DELETED]
         contents = getattr(self, "contents", None)
         if _seq_backed(self):  # a list/tuple subclass: its items, then its attributes
@@ -831,18 +831,18 @@ class SuperValue(Value):
                     return _BaseNew(None if raw is object.__new__ else
                                     (dict if raw is dict.__new__ else _collections.OrderedDict))
                 import torch
-                from .modules import ModuleValue
-                from .user_module_construction import ModuleUnderConstruction
+                from ..modules import ModuleValue
+                from ..user_module_construction import ModuleUnderConstruction
                 if klass is torch.nn.Module and isinstance(self.obj, ModuleUnderConstruction):
                     return self.obj.super_attr(tx, name)
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
                     return _ModuleMember(self.obj)
                 if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:
-                    from .modules import _MEMBER_METHODS, _MemberIterMethod
+                    from ..modules import _MEMBER_METHODS, _MemberIterMethod
                     if name == "__call__":
                         return _ModuleStandardCall(self.obj)
                     if name in ("__setattr__", "__delattr__"):
-                        from .modules import ModuleStandardWrite
+                        from ..modules import ModuleStandardWrite
                         return ModuleStandardWrite(self.obj, name)
                     if name in _MEMBER_METHODS:
                         return _MemberIterMethod(self.obj, name)
@@ -852,16 +852,16 @@ class SuperValue(Value):
                     return _BoundGeneric(self.obj, "get")
                 if raw is object.__delattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "del")
-                from .builder import wrap
+                from ..builder import wrap
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
-                    from .containers import BoundContainerMethod
+                    from ..containers import BoundContainerMethod
                     return BoundContainerMethod(inst.contents, name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
-                    from .containers import BoundContainerMethod
+                    from ..containers import BoundContainerMethod
                     return BoundContainerMethod(dict_contents(tx, inst), name)
                 return bind_attr(tx, raw, klass, name, inst, cls_value)
         raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
@@ -948,7 +948,7 @@ def wrap_object(ctx, obj, source):
     from .per_call_classes import statement_of
     if statement_of(type(obj)) is not None:
         # an instance of a class made per call: its class guarded as such
-        from .builder import wrap
+        from ..builder import wrap
         value = ObjectValue(obj, source)
         value.cls_value = wrap(ctx, type(obj), AttrSource(source, "__class__"))
         return value

@@ -1,6 +1,6 @@
 """What a class's metaclass does to code that uses the class.
 
-A class statement with a custom metaclass is values/class_def.py's business;
+A class statement with a custom metaclass is values/objects/class_def.py's business;
 this module is about classes that already exist (transformers' model outputs
 all have the metaclass ``_BCCacheNameMeta``, which only defines
 ``__setattr__``):
@@ -19,16 +19,16 @@ all have the metaclass ``_BCCacheNameMeta``, which only defines
   instead gave wrong answers for such classes).
 
 Reading class attributes through the metaclass (methods, properties,
-slots) is ClassValue.getattr's (values/objects.py).
+slots) is ClassValue.getattr's (values/objects/objects.py).
 """
 from __future__ import annotations
 
 import abc
 import types
 
-from ..diagnostics.errors import Unsupported, user_error
-from .base import Value
-from .constant import ConstantValue
+from ...diagnostics.errors import Unsupported, user_error
+from ..base import Value
+from ..constant import ConstantValue
 
 
 def metaclass_call(tx, cls_value, call_raw, owner, args, kwargs) -> Value:
@@ -67,7 +67,7 @@ class TypeCall(Value):
 def metaclass_super_attr(tx, start: type, cls_value, name: str) -> Value:
     """``super(start, cls).name`` where ``cls`` is an instance of ``start``
     (a metaclass): looked up along ``type(cls).__mro__`` after ``start``."""
-    from .builder import wrap
+    from ..builder import wrap
     from .objects import bind_attr
     meta = type(cls_value.cls)
     if not isinstance(cls_value.cls, start):
@@ -107,7 +107,7 @@ def isinstance_through_metaclass(tx, obj: Value, classes) -> Value | None:
     with a Python ``__instancecheck__``: each class in turn, the exact-type
     shortcut first (as CPython), the check traced; None when no class needs
     it (the caller's MRO test is right)."""
-    from .builder import wrap
+    from ..builder import wrap
     from .objects import wrap_class_attr
     flat = _flatten(classes)
     if not any(custom_instancecheck(c) for c in flat):

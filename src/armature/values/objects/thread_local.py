@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import _thread
 
-from ..diagnostics.errors import Unsupported
-from ..guards.guard import Guard, Kind
-from ..guards.sources import AttrSource
-from .base import Value
+from ...diagnostics.errors import Unsupported
+from ...guards.guard import Guard, Kind
+from ...guards.sources import AttrSource
+from ..base import Value
 
 
 class ThreadLocalValue(Value):
@@ -28,7 +28,7 @@ class ThreadLocalValue(Value):
         return type(self.obj)
 
     def getattr(self, tx, name):
-        from .builder import wrap
+        from ..builder import wrap
         if self.source is None:
             raise Unsupported("a threading.local() object without a source")
         if name == "__class__":
