@@ -102,7 +102,7 @@ class CallableConstantValue(Value):
 
     def getattr(self, tx, name):
         # (``func.__name__`` in a __torch_function__, ``fn.__wrapped__``...)
-        from .functions import callable_constant_attribute
+        from .functions.functions import callable_constant_attribute
         return callable_constant_attribute(tx, self, name)
 
 
@@ -154,7 +154,7 @@ def concrete(tx, v: Value) -> Value:
     """``v`` with symbolic numbers specialised (guarded), for operations that
     need the actual value."""
     v = realize(tx.ctx, v)
-    from .symbolic import SymbolicNumberValue
+    from .tensors.symbolic import SymbolicNumberValue
     return v.specialize(tx) if isinstance(v, SymbolicNumberValue) else v
 
 

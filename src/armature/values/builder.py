@@ -80,8 +80,8 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
 
 
 def _has_rule(obj) -> bool:
-    """A torch C function with a rule of its own (values/state_queries.py)."""
-    from .builtins import RULES
+    """A torch C function with a rule of its own (values/tensors/state_queries.py)."""
+    from .operations.builtins import RULES
     try:
         return obj in RULES
     except TypeError:
@@ -117,15 +117,19 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
 
 
 def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
-    from . import autograd_function, containers, functions, modules, torch_ops, builtins as vbuiltins
+    from .tensors import autograd_function, torch_ops
+    from .operations import builtins as vbuiltins
+    from .nn import modules
+    from .functions import functions
+    from .containers import containers
     from .objects import objects
-    from .tensor import TensorValue
+    from .tensors.tensor import TensorValue
 
     t = type(obj)
     from ..runtime import markers
     if obj is markers.graph_break:
         return torch_ops.GraphBreakValue()
-    from .markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
+    from .directives.markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
     marked = wrap_marked(ctx, obj, source)
     if marked is not None:
         return marked
@@ -138,7 +142,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if obj._has_self:
             return functions.BoundMethodValue(fn_v, wrap(ctx, obj._self, AttrSource(source, "_self")))
         return fn_v
-    from . import distributed   # collectives, rank queries, process groups
+    from .distributed import distributed   # collectives, rank queries, process groups
     special = distributed.wrap_special(ctx, obj, source)
     if special is not None:
         return special
@@ -146,14 +150,15 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = wrap_special(ctx, obj, source)
     if special is not None:
         return special
-    from . import autocast, pytree, torch_function, vmap
+    from .tensors import autocast, torch_function, vmap
+    from .containers import pytree
     special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj) or \
         autocast.wrap_special(ctx, obj) or pytree.wrap_special(ctx, obj)
     if special is None:
-        from . import real_iterator
+        from .containers import real_iterator
         special = real_iterator.wrap(ctx, obj, source)
     if special is None:
-        from .generator_breaks import wrap_real_generator
+        from .functions.generator_breaks import wrap_real_generator
         special = wrap_real_generator(ctx, obj, source)
     if special is not None:
         return special
@@ -170,7 +175,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             torch_function.state(ctx).used = True
         from ..guards.sources import ModuleMemberSource
         from ..graph.dynamic import whitelisted
-        from . import modules
+        from .nn import modules
         if not subclass and isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
                 and not modules.is_generic_module_source(ctx, source) \
@@ -188,11 +193,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
         from ..graph.dynamic import int_is_dynamic
         if int_is_dynamic(ctx.policy, source):
-            from .symbolic import int_symbol
+            from .tensors.symbolic import int_symbol
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             return int_symbol(ctx, obj, source)
     if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(ctx, t, source)):
-        from .symbolic import SymbolicNumberValue
+        from .tensors.symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return SymbolicNumberValue(obj, source, ctx)
     if t in _CONSTANT_TYPES:
@@ -205,7 +210,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if source is not None and _has_dynamic_item(ctx, source, len(obj)):
             # a size handed over a graph break whose items were dynamic there:
             # item by item, so those stay symbols (not one constant)
-            from .containers import TupleValue
+            from .containers.containers import TupleValue
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             _guard(ctx, Kind.LEN_MATCH, source, len(obj))
             return TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
@@ -228,7 +233,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, enum.Enum)
                    or (isinstance(k, type) and statement_of(k) is None) for k in keys):
             # (a class made per call is a key like an object: not a constant)
-            from .keys import wrap_by_position   # keys that are objects (tensors, modules...)
+            from .containers.keys import wrap_by_position   # keys that are objects (tensors, modules...)
             return containers.DictValue(wrap_by_position(ctx, obj, source), source=source)
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         _guard(ctx, Kind.DICT_KEYS, source, keys)
@@ -242,7 +247,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t in (set, frozenset) and source is not None:
-        from .keys import set_keys_in_order, wrap_by_position   # elements that are objects (tensors, modules...)
+        from .containers.keys import set_keys_in_order, wrap_by_position   # elements that are objects (tensors, modules...)
         value = containers.SetValue(wrap_by_position(ctx, obj, source), source=source, cls=t)
         value.real_order = set_keys_in_order(ctx, obj, source)
         return value
@@ -261,11 +266,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return torch_ops.PythonModuleValue(obj, source)
     from .. import config as config_mod
     if obj is config_mod.patch:
-        from .config_patch import ConfigPatchFunctionValue
+        from .directives.config_patch import ConfigPatchFunctionValue
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return ConfigPatchFunctionValue(source)
     if type(obj) is config_mod._Patch:
-        from .config_patch import ConfigPatchValue, check_changes
+        from .directives.config_patch import ConfigPatchValue, check_changes
         check_changes(obj.changes)
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return ConfigPatchValue(dict(obj.changes), source)
@@ -321,7 +326,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             and source is not None:
         # ``tensor.add`` saved across a graph break
         from ..guards.sources import AttrSource
-        from .tensor import TensorMethodValue
+        from .tensors.tensor import TensorMethodValue
         return TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
     if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
@@ -360,16 +365,16 @@ def wrap_constant_result(result: Any) -> Value:
     if type(result) in _CONSTANT_TYPES or isinstance(result, enum.Enum) or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
         return ConstantValue(result)
     if type(result) in (tuple, list):
-        from .containers import ListValue, TupleValue
+        from .containers.containers import ListValue, TupleValue
         items = [wrap_constant_result(r) for r in result]
         return TupleValue(items) if type(result) is tuple else ListValue(items)
     if type(result) is dict:
-        from .containers import DictValue
+        from .containers.containers import DictValue
         return DictValue({k: wrap_constant_result(v) for k, v in result.items()})
     if isinstance(result, (frozenset, set)):
         if isinstance(result, frozenset):
             return ConstantValue(result)
-        from .containers import SetValue
+        from .containers.containers import SetValue
         return SetValue(result)   # a new set: mutable, its own Value
     np = sys.modules.get("numpy")
     if np is not None and isinstance(result, np.generic) and not isinstance(result, (np.object_, np.void)):

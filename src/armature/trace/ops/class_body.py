@@ -72,7 +72,7 @@ def delete_name(f, inst):
 
 @opcode("SETUP_ANNOTATIONS")
 def setup_annotations(f, inst):
-    from ...values.containers import DictValue
+    from ...values.containers.containers import DictValue
     ns = _namespace(f)
     if "__annotations__" not in ns:
         ns["__annotations__"] = DictValue({})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...values.constant import ConstantValue
-from ...values.exceptions import ExcInfoSlot, ExceptionValue
+from ...values.functions.exceptions import ExcInfoSlot, ExceptionValue
 from ..pyversion import opcode
 
 
@@ -126,14 +126,14 @@ def yield_value(f, inst):
 
 @opcode("GET_YIELD_FROM_ITER")
 def get_yield_from_iter(f, inst):
-    from ...values.generators import GeneratorValue
+    from ...values.functions.generators import GeneratorValue
     v = f.pop()
     f.push(v if isinstance(v, GeneratorValue) else f.get_iter(v))
 
 
 def _send_next(f):
     """The inner iterator's next value, or None when it is exhausted."""
-    from ...values.generators import GeneratorValue
+    from ...values.functions.generators import GeneratorValue
     sent = f.pop()
     receiver = f.stack[-1]
     if not (sent.is_python_constant() and sent.as_python_constant() is None):

@@ -25,7 +25,7 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, Source
 from ..constant import ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import targets
 from .functions import (NumpyClassValue, NumpyFunctionValue, TorchFromNumpyValue, _namespace, is_bridge,
                         is_numpy_callable, tensor_numpy)

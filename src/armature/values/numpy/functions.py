@@ -17,7 +17,7 @@ import torch
 from ...diagnostics.errors import Unsupported
 from ..base import CallableConstantValue, Value, realize
 from ..constant import ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import shadow as sh
 from . import targets
 from .ndarray import _BREAK, NdarrayValue, graph_args, node_call
@@ -161,7 +161,7 @@ class NumpyClassValue(CallableConstantValue):
 def tensor_numpy(tx, t: TensorValue, args, kwargs) -> Value:
     """``t.numpy()`` (``force=`` too): an ndarray over the same tensor, as in
     eager (writes through either are seen through the other)."""
-    from ..containers import unwrap_constants
+    from ..containers.containers import unwrap_constants
     a, k = unwrap_constants(args, kwargs, what="Tensor.numpy()")
     force = bool(a[0]) if a else bool(k.pop("force", False))
     if k or len(a) > 1:
@@ -172,7 +172,7 @@ def tensor_numpy(tx, t: TensorValue, args, kwargs) -> Value:
     if not force and (fake.requires_grad or fake.device.type != "cpu" or fake.is_conj() or fake.is_neg()):
         raise Unsupported("Tensor.numpy() of a tensor that requires grad, is not on the CPU, or has a conj/neg "
                           "bit: eager raises", hint=_BREAK)
-    from ..tensor import _real_of, graph_call
+    from ..tensors.tensor import _real_of, graph_call
     real = None
     if t.source is not None:
         try:
@@ -198,9 +198,9 @@ class TorchFromNumpyValue(CallableConstantValue):
             if fn is torch.from_numpy:
                 raise Unsupported("torch.from_numpy() of something that is not an ndarray in the trace",
                                   hint=_BREAK)
-            from ..torch_ops import TorchFunctionValue
+            from ..tensors.torch_ops import TorchFunctionValue
             return TorchFunctionValue(fn, self.source).call(tx, args, kwargs)
-        from ..tensor import graph_call
+        from ..tensors.tensor import graph_call
         if first.scalar and fn is torch.from_numpy:
             from ...diagnostics.errors import user_error
             raise user_error(TypeError, f"expected np.ndarray (got {first.python_type().__name__})")

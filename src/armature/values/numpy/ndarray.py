@@ -17,7 +17,7 @@ import torch
 from ...diagnostics.errors import Unsupported
 from ..base import Value, realize
 from ..constant import INPLACE_TO_BINARY, ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import shadow as sh
 from . import targets
 
@@ -194,7 +194,7 @@ def graph_args(tx, v: Value):
     NumPy code.  Tensors reach the graph as ndarrays only; a torch.Tensor
     passed to NumPy is not modelled (eager converts it through __array__)."""
     from ..base import concrete
-    from ..containers import ListValue, SliceValue, TupleValue
+    from ..containers.containers import ListValue, SliceValue, TupleValue
     v = concrete(tx, v)
     np = sh.np()
     if isinstance(v, NdarrayValue):
@@ -228,7 +228,7 @@ def graph_args(tx, v: Value):
 
 
 def _constant_tree(c):
-    from ..containers import ListValue, TupleValue
+    from ..containers.containers import ListValue, TupleValue
     items = [_constant_tree(i) if isinstance(i, (tuple, list)) else ConstantValue(i) for i in c]
     return TupleValue(items) if type(c) is tuple else ListValue(items)
 
@@ -304,7 +304,7 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
         if type(shadow) not in (tuple, list) or len(shadow) != len(example):
             raise Unsupported(f"{what} returns a {type(shadow).__name__} in NumPy and a "
                               f"{type(example).__name__} in torch._numpy", hint=_BREAK)
-        from ..containers import ListValue, TupleValue
+        from ..containers.containers import ListValue, TupleValue
         items = []
         for i, (e, s) in enumerate(zip(example, shadow)):
             if isinstance(e, torch.Tensor):
@@ -329,7 +329,7 @@ def _constant_result(what, example, shadow) -> Value:
     return ConstantValue(example)
 
 
-# --- operators (values/operators.py asks these first) ------------------------------
+# --- operators (values/operations/operators.py asks these first) ------------------------------
 
 def is_numpy_operand(v) -> bool:
     return isinstance(v, NdarrayValue)

@@ -25,11 +25,11 @@ def _new_instance(cls, storage) -> "ObjectValue":
     from .objects import ObjectValue
     obj = ObjectValue(None, None, cls=cls, is_new=True)
     if storage is list:
-        from ..containers import ListValue
+        from ..containers.containers import ListValue
         obj.contents = ListValue([])
         obj.contents.owned_by = obj
     elif storage is not None:
-        from ..containers import DictValue
+        from ..containers.containers import DictValue
         obj.contents = DictValue({}, cls=storage)
     return obj
 
@@ -37,7 +37,7 @@ def _new_instance(cls, storage) -> "ObjectValue":
 def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
     """``MyTuple(iterable)`` with tuple's own __new__ (tuple's __init__ is
     object's, which ignores the arguments then)."""
-    from ..containers import TupleValue
+    from ..containers.containers import TupleValue
     from .objects import ObjectValue, _wrap_func, bind_attr
     if kwargs or len(args) > 1:
         raise user_error(TypeError, f"{cls.__name__} expected at most 1 argument, got {len(args) + len(kwargs)}")
@@ -55,7 +55,7 @@ def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
 def _seq_backed(obj) -> bool:
     """An instance of a list/tuple subclass made in the frame: its items
     live in ``obj.contents`` (a ListValue/TupleValue)."""
-    from ..containers import ListValue, TupleValue
+    from ..containers.containers import ListValue, TupleValue
     return isinstance(getattr(obj, "contents", None), (ListValue, TupleValue))
 
 
@@ -70,7 +70,7 @@ _DICT_READ_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contai
 def dict_contents(tx, obj: "ObjectValue"):
     """The items of an instance of a dict subclass that existed before the
     frame, as a read-only DictValue (keys and values guarded)."""
-    from ..containers import DictValue
+    from ..containers.containers import DictValue
     from ..builder import wrap
     if obj.is_new and getattr(obj, "contents", None) is not None:
         return obj.contents

@@ -44,7 +44,7 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...effects import DELETED
 from ..base import Value
 from ..constant import ConstantValue
-from ..functions import CellValue, NestedFunctionValue
+from ..functions.functions import CellValue, NestedFunctionValue
 from .objects import ClassValue
 
 #: real classes made while tracing -> their MadeClassValue
@@ -252,7 +252,7 @@ class _Realizer:
             return self.function(name, v)
         if isinstance(v, DecoratedFunctionValue) and isinstance(v.func, NestedFunctionValue):
             return v.kind(self.function(name, v.func))
-        from ..containers import DictValue
+        from ..containers.containers import DictValue
         if isinstance(v, DictValue) and name == "__annotations__" and v.is_python_constant():
             return dict(v.as_python_constant())
         if v.is_python_constant():
@@ -271,9 +271,9 @@ class _Realizer:
 
     @staticmethod
     def _traced_object(v: Value) -> bool:
-        from ..containers import DictValue, ListValue, SetValue, TupleValue
+        from ..containers.containers import DictValue, ListValue, SetValue, TupleValue
         from .objects import ObjectValue
-        from ..tensor import TensorValue
+        from ..tensors.tensor import TensorValue
         if isinstance(v, (ListValue, DictValue, SetValue, TupleValue, TensorValue)):
             return True
         if type(v) is ObjectValue and v.is_new:

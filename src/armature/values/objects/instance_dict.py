@@ -69,8 +69,8 @@ class InstanceDictValue(Value):
 
     def equals(self, tx, other) -> bool:
         """``obj.__dict__ == other``: dict equality (same keys, equal values)."""
-        from ..containers import DictValue
-        from ..operators import values_equal
+        from ..containers.containers import DictValue
+        from ..operations.operators import values_equal
         if other is self:
             return True
         keys = self._keys(tx)
@@ -104,14 +104,14 @@ class InstanceDictValue(Value):
         return [ConstantValue(k) for k in self._keys(tx)]
 
     def get_iter(self, tx):
-        from ..containers import DictViewIterator, DictViewValue
+        from ..containers.containers import DictViewIterator, DictViewValue
         return DictViewIterator(DictViewValue(self, "keys"), tx)
 
     def truth(self, tx):
         return bool(self._keys(tx))
 
     def getattr(self, tx, name):
-        from ..containers import BoundContainerMethod
+        from ..containers.containers import BoundContainerMethod
         return BoundContainerMethod(self, name)
 
     def method(self, tx, name, args, kwargs):
@@ -124,13 +124,13 @@ class InstanceDictValue(Value):
         if name == "__len__" and not args:
             return ConstantValue(self.length(tx))
         if name in ("keys", "values", "items") and not args and not kwargs:
-            from ..containers import DictViewValue
+            from ..containers.containers import DictViewValue
             return DictViewValue(self, name)
         if name == "copy" and not args and not kwargs:
-            from ..containers import DictValue
+            from ..containers.containers import DictValue
             return DictValue(dict(self.pairs(tx)))
         if name == "update" and len(args) == 1 and not kwargs:
-            from ..containers import DictValue
+            from ..containers.containers import DictValue
             if isinstance(args[0], DictValue):
                 for k, v in args[0].items.items():
                     self.setitem(tx, ConstantValue(k), v)

@@ -7,7 +7,7 @@ all have the metaclass ``_BCCacheNameMeta``, which only defines
 
 * making an instance, ``cls(...)``, is ``type(cls).__call__``: when the
   metaclass has no ``__call__`` of its own that is ``type.__call__``
-  (``__new__`` then ``__init__``, values/objects.instantiate), whatever else
+  (``__new__`` then ``__init__``, values/objects/objects.instantiate), whatever else
   the metaclass defines; a Python ``__call__`` is traced with the class as
   its first argument, and the ``super().__call__(...)`` or
   ``type.__call__(cls, ...)`` inside it comes back to ``type.__call__``;

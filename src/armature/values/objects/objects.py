@@ -83,7 +83,7 @@ def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
 def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value: "ClassValue") -> Value:
     """Apply the descriptor protocol to a raw class attribute (instance None:
     accessed on the class)."""
-    from ..functions import BoundMethodValue
+    from ..functions.functions import BoundMethodValue
     cls = cls_value.cls
     if isinstance(raw, staticmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
@@ -103,14 +103,14 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
-        from ..containers import BoundContainerMethod
+        from ..containers.containers import BoundContainerMethod
         return BoundContainerMethod(instance.contents, name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
-        from ..containers import BoundContainerMethod
+        from ..containers.containers import BoundContainerMethod
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
         return BoundContainerMethod(dict_contents(tx, instance), name)
-    from ..autograd_function import APPLY, ApplyValue
+    from ..tensors.autograd_function import APPLY, ApplyValue
     if raw is APPLY and type(raw) is not types.FunctionType:
         # torch >= 2.14: Function.apply is a C classmethod (2.13's Python one is bound above)
         tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name),
@@ -126,7 +126,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
         if name == "__init__" and owner.__module__ == "builtins" and issubclass(owner, BaseException):
-            from ..exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
+            from ..functions.exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
             if owner in _GENERIC_INIT and (instance is None or isinstance(instance, ExceptionValue)):
                 return BuiltinExceptionInit(owner, instance)
         try:
@@ -139,7 +139,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             fv = _wrap_func(tx, raw)
             return fv if instance is None else BoundMethodValue(fv, instance)
         if owner is dict and name == "fromkeys":
-            from ..containers import dict_fromkeys
+            from ..containers.containers import dict_fromkeys
             from ..stdlib.common import _StdCallable
             return _StdCallable(lambda tx_, *a, **k: dict_fromkeys(tx_, cls, *a, **k), f"{cls.__name__}.fromkeys")
         if cls in (int, float, str, bytes) and type(raw).__name__ == "classmethod_descriptor":
@@ -153,12 +153,12 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
 
 def _fold_class_method(bound, args, kwargs) -> Value:
     from ..builder import wrap_constant_result
-    from ..containers import unwrap_constants
+    from ..containers.containers import unwrap_constants
     a, k = unwrap_constants(args, kwargs, what=f"{bound.__qualname__}()")
     try:
         result = bound(*a, **k)
     except Exception as e:
-        from ..operators import folded_exception
+        from ..operations.operators import folded_exception
         raise folded_exception(bound, e) from None
     return wrap_constant_result(result)
 
@@ -255,7 +255,7 @@ class ClassValue(Value):
     def _meta_attr(self, tx, raw, name):
         """An attribute found on the metaclass, bound to this class."""
         from ..builder import wrap
-        from ..functions import BoundMethodValue
+        from ..functions.functions import BoundMethodValue
         if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
             return _wrap_func(tx, raw.fget).call(tx, [self], {})
         if isinstance(raw, types.FunctionType):
@@ -283,28 +283,28 @@ class ClassValue(Value):
         cls = self.cls
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(cls, args, kwargs)
-        from ..builtins import RULES, fold_call
+        from ..operations.builtins import RULES, fold_call
         if cls in RULES:
             return RULES[cls](tx, *args, **kwargs)
         if issubclass(cls, BaseException):
-            from ..exceptions import make_exception
+            from ..functions.exceptions import make_exception
             return make_exception(tx, self, args, kwargs)
         if cls.__module__ == "builtins":
             return fold_call(cls, args, kwargs)
         import torch
         if issubclass(cls, torch.nn.Module):
-            from ..modules import construct_module
+            from ..nn.modules import construct_module
             return construct_module(tx, self, args, kwargs)
         if cls is torch.nn.Parameter:
             if getattr(tx.ctx, "auditing_construction", False):
-                from ..user_module_construction import audited_parameter
+                from ..nn.user_module_construction import audited_parameter
                 return audited_parameter(tx, args, kwargs)
             raise Unsupported("creating an nn.Parameter inside a compiled function (a new leaf tensor, which a "
                               "graph cannot produce mid-way)",
                               hint="the call runs natively (a graph break, as torch.compile does); create the "
                                    "parameter outside, or make it in a module's __init__")
         if issubclass(cls, torch.Tensor) and cls not in (torch.Tensor, torch.nn.Parameter):
-            from ..torch_function import construct_subclass
+            from ..tensors.torch_function import construct_subclass
             return construct_subclass(tx, self, args, kwargs)
         return instantiate(tx, self, args, kwargs)
 
@@ -313,7 +313,7 @@ class ClassValue(Value):
 
 
 def _make_namedtuple(cls, args, kwargs):
-    from ..containers import TupleValue
+    from ..containers.containers import TupleValue
     try:
         bound = inspect.signature(cls).bind(*args, **kwargs)
     except TypeError as e:
@@ -331,8 +331,8 @@ def _make_namedtuple(cls, args, kwargs):
 def _make_size(tx, args, kwargs):
     """``torch.Size(iterable)``: a tuple of ints (symbolic ones stay so)."""
     import torch
-    from ..containers import TupleValue
-    from ..symbolic import SymbolicNumberValue
+    from ..containers.containers import TupleValue
+    from ..tensors.symbolic import SymbolicNumberValue
     if kwargs or len(args) > 1:
         raise Unsupported("torch.Size() with unusual arguments")
     items = tx.iterate(args[0]) if args else []
@@ -392,7 +392,7 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool
         fn = new_raw.__func__ if isinstance(new_raw, staticmethod) else new_raw
         if not isinstance(fn, types.FunctionType):
             raise Unsupported(f"creating an instance of {cls.__qualname__}, whose __new__ is not Python")
-        from ..functions import UserFunctionValue
+        from ..functions.functions import UserFunctionValue
         src = ItemSource(AttrSource(class_source(new_owner, tx.ctx), "__dict__"), "__new__")
         if isinstance(new_raw, staticmethod):
             src = AttrSource(src, "__func__")
@@ -545,7 +545,7 @@ class ObjectValue(Value):
         """``object.__setattr__``: data descriptors first, then the instance dict."""
         cls_value = self._class_value(tx)
         if name == "__dict__":
-            from ..containers import DictValue
+            from ..containers.containers import DictValue
             if not isinstance(value, DictValue):
                 raise Unsupported("assigning a non-dict to __dict__")
             self.attrs = value.items   # shared: writes through either side show in both
@@ -654,7 +654,7 @@ class ObjectValue(Value):
         if raw is _MISSING or raw is None:
             return None
         if pending:
-            from ..functions import BoundMethodValue
+            from ..functions.functions import BoundMethodValue
             return BoundMethodValue(raw, self)
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
                 isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
@@ -831,18 +831,18 @@ class SuperValue(Value):
                     return _BaseNew(None if raw is object.__new__ else
                                     (dict if raw is dict.__new__ else _collections.OrderedDict))
                 import torch
-                from ..modules import ModuleValue
-                from ..user_module_construction import ModuleUnderConstruction
+                from ..nn.modules import ModuleValue
+                from ..nn.user_module_construction import ModuleUnderConstruction
                 if klass is torch.nn.Module and isinstance(self.obj, ModuleUnderConstruction):
                     return self.obj.super_attr(tx, name)
                 if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
                     return _ModuleMember(self.obj)
                 if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:
-                    from ..modules import _MEMBER_METHODS, _MemberIterMethod
+                    from ..nn.modules import _MEMBER_METHODS, _MemberIterMethod
                     if name == "__call__":
                         return _ModuleStandardCall(self.obj)
                     if name in ("__setattr__", "__delattr__"):
-                        from ..modules import ModuleStandardWrite
+                        from ..nn.modules import ModuleStandardWrite
                         return ModuleStandardWrite(self.obj, name)
                     if name in _MEMBER_METHODS:
                         return _MemberIterMethod(self.obj, name)
@@ -856,12 +856,12 @@ class SuperValue(Value):
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
-                    from ..containers import BoundContainerMethod
+                    from ..containers.containers import BoundContainerMethod
                     return BoundContainerMethod(inst.contents, name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
-                    from ..containers import BoundContainerMethod
+                    from ..containers.containers import BoundContainerMethod
                     return BoundContainerMethod(dict_contents(tx, inst), name)
                 return bind_attr(tx, raw, klass, name, inst, cls_value)
         raise user_error(AttributeError, f"'super' object has no attribute {name!r}")

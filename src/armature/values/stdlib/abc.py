@@ -11,7 +11,7 @@ from .common import _std_function
 
 def _abstractmethod(tx, fn):
     from ..objects.class_def import DecoratedFunctionValue
-    from ..functions import NestedFunctionValue
+    from ..functions.functions import NestedFunctionValue
     if not isinstance(fn, NestedFunctionValue):
         raise Unsupported(f"abc.abstractmethod({fn}) outside a class statement of the frame")
     return DecoratedFunctionValue(abc.abstractmethod, fn)

@@ -18,9 +18,9 @@ from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource
 from ..base import LazyValue, Value
-from ..builtins import BuiltinValue
+from ..operations.builtins import BuiltinValue
 from ..constant import ConstantValue
-from ..containers import IteratorValue
+from ..containers.containers import IteratorValue
 from ..objects.objects import ClassValue
 
 _MISSING = object()
@@ -92,7 +92,7 @@ def _index(v: Value, what: str) -> int:
 
 def _callable(tx, v: Value) -> bool:
     """``callable(v)``: ``type(v)`` defines ``__call__``."""
-    from ..functions import BoundMethodValue, _Function
+    from ..functions.functions import BoundMethodValue, _Function
     from .functools import PartialValue
     v = _r(tx, v)
     if isinstance(v, (_Function, BoundMethodValue, PartialValue, _StdCallable, ClassValue, BuiltinValue)):

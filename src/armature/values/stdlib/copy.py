@@ -48,7 +48,7 @@ class _DeepCopier:
         self.keep: list = []
 
     def copy(self, v):
-        from ..containers import DictValue, ListValue, TupleValue
+        from ..containers.containers import DictValue, ListValue, TupleValue
         from ..objects.objects import ObjectValue
         tx = self.tx
         v = realize(tx.ctx, v)
@@ -79,7 +79,7 @@ class _DeepCopier:
                 return v
             return TupleValue(items)
         if isinstance(v, DictValue) and v.python_type() is dict and type(v).__name__ == "DictValue":
-            from ..keys import has_value_keys
+            from ..containers.keys import has_value_keys
             if has_value_keys(v.items):
                 raise Unsupported("copy.deepcopy of a dict keyed by objects")
             new = DictValue({})

@@ -10,7 +10,7 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers import DictValue, ListValue, TupleValue
+from ..containers.containers import DictValue, ListValue, TupleValue
 from ..objects.objects import ClassValue
 from .collections import OrderedDictValue
 from .common import _SCALAR_TYPES, _guard, _r, _register_object, _std_function, _wrap
@@ -97,7 +97,7 @@ def _replace(tx, obj, *args, **changes):
 
 def _deepcopy_leaf(tx, v: Value) -> Value:
     """``copy.deepcopy`` of a non-container leaf, where it is exact."""
-    from ..tensor import TensorValue, graph_call
+    from ..tensors.tensor import TensorValue, graph_call
     if isinstance(v, EnumMemberValue):
         return v
     if isinstance(v, ConstantValue) and (type(v.value) in _SCALAR_TYPES or type(v.value) in (range, slice)):

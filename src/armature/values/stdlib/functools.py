@@ -11,8 +11,8 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ...guards.sources import AttrSource
 from ..base import Value
-from ..builtins import RULES
-from ..containers import DictValue, TupleValue
+from ..operations.builtins import RULES
+from ..containers.containers import DictValue, TupleValue
 from .common import (_MISSING, _TYPE_HANDLERS, _attr_src, _callable, _guard, _iter, _next,
                      _no_kwargs, _std_class, _wrap)
 
@@ -65,7 +65,7 @@ class PartialValue(Value):
             return self.source.emit(out)
         d = getattr(self, "instance_dict", None)
         if d is not None:   # (the frame read p.__dict__: the rebuilt partial gets that very dict)
-            from ..functions import set_function_attributes
+            from ..functions.functions import set_function_attributes
             out.instr("PUSH_NULL")
             out.load_const(set_function_attributes)
         out.instr("PUSH_NULL")

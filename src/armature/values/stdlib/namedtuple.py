@@ -13,7 +13,7 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ...guards.sources import AttrSource, ItemSource
 from ..constant import ConstantValue
-from ..containers import BoundContainerMethod, DictValue, TupleValue
+from ..containers.containers import BoundContainerMethod, DictValue, TupleValue
 from ..objects.objects import ClassValue
 from .common import (_FALLBACK_HANDLERS, _MISSING, _StdCallable, _guard, _wrap, _wrap_scalar_or)
 

@@ -21,7 +21,7 @@ import types
 
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value, realize
-from ..builtins import PURE_BUILTINS, RULES, fold_call
+from ..operations.builtins import PURE_BUILTINS, RULES, fold_call
 from ..constant import ConstantValue
 
 #: functions of os.path that depend on nothing but their arguments
@@ -52,7 +52,7 @@ def _path_rule(fn):
             raise Unsupported(f"os.path.{fn.__name__}() of arguments that are not str/bytes constants",
                               hint="pass str paths (os.fspath(p) first), or compute the path outside the "
                                    "compiled function")
-        from ..functions import UserFunctionValue
+        from ..functions.functions import UserFunctionValue
         return UserFunctionValue(fn, None).call(tx, list(args), kwargs)   # (inlined: os.fspath is modelled)
     return handler
 
