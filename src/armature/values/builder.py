@@ -18,6 +18,7 @@ from ..guards.guard import Guard, Kind, TensorMeta
 from ..guards.sources import ItemSource, LocalSource, Source
 from .base import Value
 from .constant import ConstantValue
+from . import kinds
 
 _CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                    type(NotImplemented))
@@ -97,8 +98,7 @@ def _stands_for_another(obj) -> bool:
 
 
 def _note_instance_dict(ctx, value: Value) -> None:
-    from .objects.objects import ObjectValue
-    if not isinstance(value, ObjectValue) or value.is_new:
+    if not isinstance(value, kinds.ObjectValue) or value.is_new:
         return
     d = getattr(value.obj, "__dict__", None)
     if type(d) is not dict:
@@ -123,7 +123,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     from .functions import functions
     from .containers import containers
     from .objects import objects
-    from .tensors.tensor import TensorValue
 
     t = type(obj)
     from ..runtime import markers
@@ -189,7 +188,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         if subclass and torch_function.is_traceable_wrapper(t):
             t = type(fake) if isinstance(fake, t) else t
-        return TensorValue(node, fake, cls=t, source=source)
+        return kinds.TensorValue(node, fake, cls=t, source=source)
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
         from ..graph.dynamic import int_is_dynamic
         if int_is_dynamic(ctx.policy, source):
@@ -197,9 +196,8 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             return int_symbol(ctx, obj, source)
     if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(ctx, t, source)):
-        from .tensors.symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
-        return SymbolicNumberValue(obj, source, ctx)
+        return kinds.SymbolicNumberValue(obj, source, ctx)
     if t in _CONSTANT_TYPES:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
@@ -210,10 +208,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if source is not None and _has_dynamic_item(ctx, source, len(obj)):
             # a size handed over a graph break whose items were dynamic there:
             # item by item, so those stay symbols (not one constant)
-            from .containers.containers import TupleValue
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             _guard(ctx, Kind.LEN_MATCH, source, len(obj))
-            return TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
+            return kinds.TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t is list and source is not None:
@@ -266,14 +263,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return torch_ops.PythonModuleValue(obj, source)
     from .. import config as config_mod
     if obj is config_mod.patch:
-        from .directives.config_patch import ConfigPatchFunctionValue
         _guard(ctx, Kind.ID_MATCH, source, obj)
-        return ConfigPatchFunctionValue(source)
+        return kinds.ConfigPatchFunctionValue(source)
     if type(obj) is config_mod._Patch:
-        from .directives.config_patch import ConfigPatchValue, check_changes
+        from .directives.config_patch import check_changes
         check_changes(obj.changes)
         _guard(ctx, Kind.ID_MATCH, source, obj)
-        return ConfigPatchValue(dict(obj.changes), source)
+        return kinds.ConfigPatchValue(dict(obj.changes), source)
     if obj is torch._check or obj is torch._check_is_size:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.CheckValue(obj, source)
@@ -326,8 +322,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             and source is not None:
         # ``tensor.add`` saved across a graph break
         from ..guards.sources import AttrSource
-        from .tensors.tensor import TensorMethodValue
-        return TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
+        return kinds.TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
     if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
             or t.__name__ == "method-wrapper":
@@ -365,17 +360,14 @@ def wrap_constant_result(result: Any) -> Value:
     if type(result) in _CONSTANT_TYPES or isinstance(result, enum.Enum) or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
         return ConstantValue(result)
     if type(result) in (tuple, list):
-        from .containers.containers import ListValue, TupleValue
         items = [wrap_constant_result(r) for r in result]
-        return TupleValue(items) if type(result) is tuple else ListValue(items)
+        return kinds.TupleValue(items) if type(result) is tuple else kinds.ListValue(items)
     if type(result) is dict:
-        from .containers.containers import DictValue
-        return DictValue({k: wrap_constant_result(v) for k, v in result.items()})
+        return kinds.DictValue({k: wrap_constant_result(v) for k, v in result.items()})
     if isinstance(result, (frozenset, set)):
         if isinstance(result, frozenset):
             return ConstantValue(result)
-        from .containers.containers import SetValue
-        return SetValue(result)   # a new set: mutable, its own Value
+        return kinds.SetValue(result)   # a new set: mutable, its own Value
     np = sys.modules.get("numpy")
     if np is not None and isinstance(result, np.generic) and not isinstance(result, (np.object_, np.void)):
         return ConstantValue(result)   # a NumPy scalar (np.pi * np.float32(2)): immutable

@@ -4,8 +4,9 @@ of sets of objects hashed by identity (``set_order``), real iterators from
 outside the frame (``real_iterator``) and ``torch.utils._pytree`` over them
 (``pytree``).
 
-May import: the core (``values.base``, ``values.constant``,
-``values.kinds``) and each other at module level; other sub-packages only
-inside functions, and preferably through ``values.kinds``.  Nothing is
-imported here: importing the package costs nothing.
+May import at module level: the core only.  The core is ``values.base``,
+``values.constant``, ``values.builder`` (which imports the sub-packages only
+inside functions) and ``values.kinds``.  Anything else is reached inside a
+function, a value kind through ``values.kinds``.  This ``__init__`` imports
+nothing, so importing the package costs nothing.
 """

@@ -18,6 +18,8 @@ from . import set_order
 from ..base import Value, realize
 from ..constant import ConstantValue
 from .keys import ValueKey, emit_key, has_value_keys, key_value, make_key
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 
 def unwrap_constants(args, kwargs, what: str):
@@ -427,11 +429,9 @@ def dict_fromkeys(tx, cls: type, iterable=None, value=None, *rest, **kwargs):
     if cls is dict:
         d = DictValue({})
     elif cls is collections.defaultdict:
-        from ..stdlib.collections import DefaultDictValue
-        d = DefaultDictValue({}, ConstantValue(None))
+        d = kinds.DefaultDictValue({}, ConstantValue(None))
     elif cls is collections.OrderedDict:
-        from ..stdlib.collections import OrderedDictValue
-        d = OrderedDictValue({})
+        d = kinds.OrderedDictValue({})
     else:
         raise Unsupported(f"{cls.__name__}.fromkeys() of a dict subclass")
     for k in tx.iterate(iterable):
@@ -487,7 +487,6 @@ class BoundContainerMethod(Value):
         self.obj, self.name = obj, name
 
     def call(self, tx, args, kwargs):
-        from ..base import realize
         if self.name not in ("append", "insert", "setdefault"):
             args = [realize(tx.ctx, a) for a in args]
         return self.obj.method(tx, self.name, args, kwargs)
@@ -761,7 +760,6 @@ class LazyListValue(ListValue):
     def _realize(self):
         from ...guards.guard import Guard, Kind
         from ...guards.sources import ItemSource
-        from ..builder import wrap
         ctx = self.ctx
         ctx.guards.add(Guard(Kind.LEN_MATCH, self.source, len(self.obj)))
         self._items = [wrap(ctx, v, ItemSource(self.source, i)) for i, v in enumerate(self.obj)]
@@ -777,14 +775,14 @@ class LazyListValue(ListValue):
         number read at run time (appends stay unguarded); None otherwise."""
         if self._items is not None:
             return None
-        from ..tensors.symbolic import BinOpSource, LengthSource, SymbolicNumberValue
+        from ..tensors.symbolic import BinOpSource, LengthSource
         src = LengthSource(self.source)
         if src not in self.ctx.dynamic_sources:
             return None
         import operator
         n = len(self.appended)
         expr = BinOpSource(operator.add, src, n) if n else src
-        return SymbolicNumberValue(len(self.obj) + n, expr, self.ctx)
+        return kinds.SymbolicNumberValue(len(self.obj) + n, expr, self.ctx)
 
     def method(self, tx, name, args, kwargs):
         if self._items is None and name in ("append", "extend") and not kwargs:
@@ -870,7 +868,6 @@ class DictViewValue(Value):
             o = other.as_python_constant()
         else:
             raise Unsupported(f"{op.__name__} of a dict keys view and {other}")
-        from ..builder import wrap_constant_result
         from ..operations.operators import _fold
         mine = self._real_keys_view(tx)
         return wrap_constant_result(_fold(op, o, mine) if reflected else _fold(op, mine, o))

@@ -34,6 +34,8 @@ import torch
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import LazyValue, Value
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 #: types whose constants are stored as themselves (the pre-existing keys)
 _PLAIN = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis))
@@ -130,8 +132,7 @@ def make_key(v: Value, tx=None) -> Any:
     and specializes symbolic numbers, as hashing reads the value)."""
     if type(v) is LazyValue:
         v = v.realize(tx.ctx if tx is not None else None)
-    from ..tensors.symbolic import SymbolicNumberValue
-    if isinstance(v, SymbolicNumberValue):
+    if isinstance(v, kinds.SymbolicNumberValue):
         if tx is None:
             raise Unsupported(f"dict key {v}, a number not known while tracing")
         v = v.specialize(tx)
@@ -148,14 +149,12 @@ def make_key(v: Value, tx=None) -> Any:
             if type(v) is ConstantValue or _plain(obj):
                 return obj          # rebuilt as ConstantValue(obj), as it was made
             return ValueKey(v, obj)
-    from ..operations.identity import IdValue
-    if isinstance(v, IdValue):   # (seen.add(id(obj)))
+    if isinstance(v, kinds.IdValue):   # (seen.add(id(obj)))
         if tx is None:
             raise Unsupported(f"dict key {v} outside a frame")
         from ..operations.identity import key_of
         return key_of(tx, v)
-    from .containers import TupleValue
-    if isinstance(v, TupleValue):
+    if isinstance(v, kinds.TupleValue):
         parts = tuple(_ident_of(make_key(i, tx)) for i in v.items)
         if v.cls is not tuple and not _tuple_hash(v.cls):
             raise Unsupported(f"a {v.cls.__name__} (with its own __hash__/__eq__) as a dict key")
@@ -167,15 +166,14 @@ def make_key(v: Value, tx=None) -> Any:
     if getattr(t, "__hash__", None) is None:
         raise user_error(TypeError, f"unhashable type: '{t.__name__}'")
     if _identity_hashed(t) and _one_value_per_object(v):
-        from ..nn.modules import ModuleValue, is_generic_module_source
-        if isinstance(v, ModuleValue) and v.source is not None and tx is not None \
+        from ..nn.modules import is_generic_module_source
+        if isinstance(v, kinds.ModuleValue) and v.source is not None and tx is not None \
                 and is_generic_module_source(tx.ctx, v.source):
             # guarded by type only: which dict entry it matches is not known
             raise Unsupported("a module passed in as any instance of its class used as a dict or set key",
                               hint="the lookup runs as Python (a graph break)")
         return ValueKey(v, _Identity(v))
-    from ..objects.objects import ObjectValue
-    if isinstance(v, ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
+    if isinstance(v, kinds.ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
                                                                    types.FunctionType):
         return ValueKey(v, _UserHashed(v, _user_hash(tx, v, t), tx))
     raise Unsupported(f"dict key {v}: a {t.__name__} hashed by its own __hash__",
@@ -201,9 +199,7 @@ def _tuple_hash(cls: type) -> bool:
 def _one_value_per_object(v: Value) -> bool:
     """Whether ``v`` stands for one real object, distinct from every other
     Value's (method Values, for example, are made anew on each read)."""
-    from .containers import BoundContainerMethod
-    from ..functions.functions import BoundMethodValue
-    return not isinstance(v, (BoundContainerMethod, BoundMethodValue))
+    return not isinstance(v, (kinds.BoundContainerMethod, kinds.BoundMethodValue))
 
 
 def _ident_of(k: Any) -> Any:
@@ -232,7 +228,6 @@ def set_keys_in_order(ctx, obj, source) -> list:
     (the i-th read from ``list(s)[i]``: position i at run time is what the
     trace saw at position i, so iterating in this order is eager's order)."""
     from ...guards.sources import DictEntrySource
-    from ..builder import wrap
     return [make_key(wrap(ctx, k, DictEntrySource(source, i, "set"))) for i, k in enumerate(obj)]
 
 
@@ -246,7 +241,6 @@ def wrap_by_position(ctx, obj, source) -> dict | set:
     builder.  Returns the stored items (a dict, or a set for a set)."""
     from ...guards.guard import Guard, Kind
     from ...guards.sources import DictEntrySource
-    from ..builder import wrap
     if source is None:
         raise Unsupported(f"a {type(obj).__name__} with object keys reached without a source")
     ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(obj)))

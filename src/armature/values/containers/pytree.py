@@ -17,21 +17,20 @@ import torch.utils._pytree as pytree
 
 from ...diagnostics.errors import Unsupported
 from ..base import CallableConstantValue, Value, realize
+from ..constant import ConstantValue
+from .. import kinds
 
 
 class TreeLeavesValue(CallableConstantValue):
     def call(self, tx, args, kwargs):
         if len(args) != 1 or kwargs:
             raise Unsupported("torch.utils._pytree.tree_leaves() with is_leaf or other arguments")
-        from .containers import ListValue
         out: list[Value] = []
         _leaves(tx, args[0], out)
-        return ListValue(out)
+        return kinds.ListValue(out)
 
 
 def _leaves(tx, v: Value, out: list) -> None:
-    from ..constant import ConstantValue
-    from .containers import DictValue, ListValue, TupleValue
     v = realize(tx.ctx, v)
     if isinstance(v, ConstantValue):
         value = v.value
@@ -43,15 +42,15 @@ def _leaves(tx, v: Value, out: list) -> None:
             return
         out.append(v)
         return
-    if isinstance(v, TupleValue) and (v.cls is tuple or pytree.is_namedtuple_class(v.cls)):
+    if isinstance(v, kinds.TupleValue) and (v.cls is tuple or pytree.is_namedtuple_class(v.cls)):
         for item in v.items:
             _leaves(tx, item, out)
         return
-    if type(v) is ListValue:
+    if type(v) is kinds.ListValue:
         for item in v.items:
             _leaves(tx, item, out)
         return
-    if type(v) is DictValue:
+    if type(v) is kinds.DictValue:
         for item in v.items.values():
             _leaves(tx, item, out)
         return

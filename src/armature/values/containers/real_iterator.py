@@ -21,6 +21,8 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ...guards.sources import ItemSource, Source
 from .containers import IteratorValue, UserIteratorValue
+from ..base import realize
+from .. import kinds
 
 _LIST_LIKE = (type(iter([])), type(iter(())), type(iter(range(0))))
 _DICT_ITERATORS = (type(iter({}.keys())), type(iter({}.values())), type(iter({}.items())))
@@ -105,9 +107,7 @@ class IteratorPartSource(Source):
 
 class RealIteratorValue(IteratorValue):
     def __init__(self, ctx, obj, source: Source):
-        from ..base import realize
         from ..builder import wrap
-        from .containers import ListValue
         super().__init__([])
         self.source = source
         self.cls = type(obj)
@@ -122,7 +122,7 @@ class RealIteratorValue(IteratorValue):
             # a list iterator walks the live list: appends made while the
             # loop runs are seen (one Value for the list, shared with the frame)
             seq = realize(ctx, wrap(ctx, list_of(obj), IteratorPartSource(source, "list")))
-            if isinstance(seq, ListValue):
+            if isinstance(seq, kinds.ListValue):
                 pos = position_of(obj)
                 ctx.guards.add(Guard(Kind.CONSTANT_MATCH, IteratorPartSource(source, "position"), pos))
                 self.items, self.seq, self.index = seq.items, seq, pos

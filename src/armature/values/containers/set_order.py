@@ -27,6 +27,7 @@ from __future__ import annotations
 import operator
 
 from ...diagnostics.errors import Unsupported
+from .. import kinds
 
 
 class Recipe:
@@ -50,8 +51,8 @@ def of_real_set(setvalue) -> Recipe:
 
 def snapshot(tx, v):
     """The operand ``v`` as it is now (None: not modelled)."""
-    from .containers import SetValue, _key
-    if isinstance(v, SetValue):
+    from .containers import _key
+    if isinstance(v, kinds.SetValue):
         if v.recipe is None:
             return None
         if v.source is not None:

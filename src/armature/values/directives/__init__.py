@@ -3,7 +3,9 @@
 ``set_stance`` (``markers``), and ``armature.config.patch(...)`` blocks
 (``config_patch``).
 
-May import: the core (``values.base``, ``values.constant``,
-``values.kinds``) at module level; other sub-packages only inside
-functions.  Nothing is imported here: importing the package costs nothing.
+May import at module level: the core only.  The core is ``values.base``,
+``values.constant``, ``values.builder`` (which imports the sub-packages only
+inside functions) and ``values.kinds``.  Anything else is reached inside a
+function, a value kind through ``values.kinds``.  This ``__init__`` imports
+nothing, so importing the package costs nothing.
 """

@@ -15,6 +15,7 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ..base import CallableConstantValue, Value, concrete, realize
 from ..constant import ConstantValue
+from .. import kinds
 
 
 class ForbiddenInCompiledCode(Unsupported):
@@ -86,8 +87,7 @@ class DisabledValue(_Marked):
 
     def call(self, tx, args, kwargs):
         if type(self.fn) is types.FunctionType and self.source is not None and dont_skip_tracing_active(tx):
-            from ..functions.functions import UserFunctionValue
-            return UserFunctionValue(self.fn, self.source).call(tx, args, kwargs)
+            return kinds.UserFunctionValue(self.fn, self.source).call(tx, args, kwargs)
         raise Unsupported(f"call to {_name(self.fn)}, which is marked armature.disable",
                           hint="it runs as plain Python between two graphs")
 
@@ -160,21 +160,17 @@ class AllowedInGraphValue(_Marked):
     tensors."""
 
     def call(self, tx, args, kwargs):
-        from ..tensors.tensor import graph_call
         args = [realize(tx.ctx, a) for a in args]
         kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
         for a in (*args, *kwargs.values()):
             _check_graph_arg(self.fn, a)
-        return graph_call(tx, "call_function", self.fn, args, kwargs)
+        return kinds.graph_call(tx, "call_function", self.fn, args, kwargs)
 
 
 def _check_graph_arg(fn, v: Value) -> None:
-    from ..containers.containers import ListValue, TupleValue
-    from ..tensors.symbolic import SymbolicNumberValue
-    from ..tensors.tensor import TensorValue
-    if isinstance(v, (TensorValue, ConstantValue, SymbolicNumberValue)):
+    if isinstance(v, (kinds.TensorValue, ConstantValue, kinds.SymbolicNumberValue)):
         return
-    if isinstance(v, (TupleValue, ListValue)) and type(v) in (TupleValue, ListValue):
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)) and type(v) in (kinds.TupleValue, kinds.ListValue):
         for item in v.items:
             _check_graph_arg(fn, item)
         return

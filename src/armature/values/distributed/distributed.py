@@ -39,6 +39,7 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ..base import CallableConstantValue, Value, realize
 from ..constant import ConstantValue
+from .. import kinds
 
 #: id(function) -> (function, handler), per torch.distributed module already
 #: imported (user code can only hold functions of modules that are)
@@ -204,9 +205,8 @@ def _const(tx, v, what: str):
 
 
 def _tensor(tx, v, what: str):
-    from ..tensors.tensor import TensorValue
     v = realize(tx.ctx, v) if isinstance(v, Value) else v
-    if not isinstance(v, TensorValue):
+    if not isinstance(v, kinds.TensorValue):
         raise Unsupported(f"{what} of a collective is not a tensor of the trace")
     return v
 
@@ -252,8 +252,7 @@ def _ops():
 
 
 def _call(tx, target, args: list) -> Value:
-    from ..tensors.tensor import graph_call
-    return graph_call(tx, "call_function", target,
+    return kinds.graph_call(tx, "call_function", target,
                       [a if isinstance(a, Value) else ConstantValue(a) for a in args], {})
 
 
@@ -262,9 +261,8 @@ def _waited(tx, out) -> Value:
 
 
 def _chunk_cat(tx, t, chunks: int, chunk_dim: int, cat_dim: int) -> Value:
-    from ..tensors.tensor import graph_call
-    parts = graph_call(tx, "call_function", torch.chunk, [t, ConstantValue(chunks)], {"dim": ConstantValue(chunk_dim)})
-    return graph_call(tx, "call_function", torch.cat, [parts], {"dim": ConstantValue(cat_dim)})
+    parts = kinds.graph_call(tx, "call_function", torch.chunk, [t, ConstantValue(chunks)], {"dim": ConstantValue(chunk_dim)})
+    return kinds.graph_call(tx, "call_function", torch.cat, [parts], {"dim": ConstantValue(cat_dim)})
 
 
 # --- functional collectives -----------------------------------------------------------

@@ -4,9 +4,11 @@ inside them (``generators``, ``generator_breaks``), exception objects
 (``exceptions``), and ``locals()``/``vars()``/``dir()`` of the frame
 (``frame_locals``).
 
-May import: the core (``values.base``, ``values.constant``,
-``values.kinds``), ``containers`` and ``objects`` at module level; other
-sub-packages only inside functions, and preferably through
-``values.kinds``.  Nothing is imported here: importing the package costs
-nothing.
+May import at module level: the core, ``containers`` and ``objects``
+(``generator_breaks``: a generator from outside the frame is an object).  The
+core is ``values.base``, ``values.constant``, ``values.builder`` (which
+imports the sub-packages only inside functions) and ``values.kinds``.
+Anything else is reached inside a function, a value kind through
+``values.kinds``.  This ``__init__`` imports nothing, so importing the
+package costs nothing.
 """

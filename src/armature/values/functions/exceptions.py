@@ -4,6 +4,8 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported
 from ..base import Value
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 
 #: ExceptionValue.context when the exception was raised while the traced
@@ -42,13 +44,11 @@ class ExceptionValue(Value):
         self.context = RUNTIME_CONTEXT if handled is None else handled
 
     def getattr(self, tx, name):
-        from ..containers.containers import TupleValue
         if name in self.attrs:
             return self.attrs[name]
         if name == "args":
-            return TupleValue(list(self.args))
+            return kinds.TupleValue(list(self.args))
         if name == "__class__":
-            from ..builder import wrap
             return wrap(tx.ctx, self.cls, None)
         if name == "__cause__":
             return self.cause if self.has_cause else ConstantValue(None)
@@ -68,7 +68,6 @@ class ExceptionValue(Value):
         raw, owner = find_class_attr(self.cls, name)
         if raw is not _MISSING and owner.__module__ != "builtins":
             # a method, property or constant of the user's exception class
-            from ..builder import wrap
             return bind_attr(tx, raw, owner, name, self, wrap(tx.ctx, self.cls, None))
         if raw is _MISSING and not any(k.__module__ != "builtins" and "__getattr__" in k.__dict__
                                        for k in self.cls.__mro__):
@@ -80,9 +79,8 @@ class ExceptionValue(Value):
         """``self.key = key`` (in a user ``__init__``) or ``e.args = ...``."""
         from ..objects.objects import _MISSING, _is_data_descriptor, find_class_attr
         if name == "args":
-            from ..containers.containers import TupleValue
             self.args = list(tx.iterate(value))
-            if not isinstance(value, TupleValue):
+            if not isinstance(value, kinds.TupleValue):
                 self.custom_init = True   # (rebuilt through BaseException.__new__)
             return
         raw, owner = find_class_attr(self.cls, name)
@@ -141,9 +139,8 @@ class ExceptionValue(Value):
         out.call(5)
 
     def _emit_class(self, out):
-        from ..objects.class_def import made_class_value
         from ..objects.per_call_classes import emit_class
-        made = made_class_value(self.cls)
+        made = kinds.made_class_value(self.cls)
         if made is not None:   # a class statement of the frame: the class rebuilt for this call
             out.reconstruct(made)
         elif not emit_class(out, self.cls, getattr(self, "cls_value", None)):

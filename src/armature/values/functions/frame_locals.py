@@ -31,6 +31,7 @@ from ...runtime import frame_view
 from ..base import NULL, LazyValue, Value
 from ..constant import ConstantValue
 from ..containers.containers import DictValue, ListValue
+from .. import kinds
 
 
 class FrameIntrospection(Unsupported):
@@ -45,12 +46,11 @@ class FrameIntrospection(Unsupported):
 def _cell_contents(tx, name: str, cell):
     """A closure variable's value, or None when its cell is empty; a slot
     that holds a plain value (3.12+ inlined comprehensions) is that value."""
-    from .functions import CellValue, RealCellValue
     if type(cell) is LazyValue:
         if not isinstance(cell.obj, types.CellType):
             return cell
         cell = cell.realize(tx.ctx)
-    if isinstance(cell, (CellValue, RealCellValue)):
+    if isinstance(cell, (kinds.CellValue, kinds.RealCellValue)):
         try:
             return cell.get(tx, name)
         except UserException as e:

@@ -8,8 +8,10 @@ from typing import Any
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ClosureCellSource, ItemSource, Source, constant_source
-from ..base import Value
+from ..base import Value, LazyValue, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 #: the data descriptors of the function type (``__name__``, ``__code__``,
 #: ``__dict__``...): found before the instance ``__dict__``
@@ -82,7 +84,6 @@ class RealCellValue(Value):
         self.pending: Any = CellValue.EMPTY   # a write made in this trace
 
     def get(self, tx, name: str) -> Value:
-        from ..builder import wrap
         if self.pending is not CellValue.EMPTY:
             if self.pending is None:
                 raise unbound_cell(name)
@@ -181,18 +182,14 @@ class _Function(Value):
             if p.name in bound.arguments:
                 v = bound.arguments[p.name]
                 if p.kind is p.VAR_POSITIONAL:
-                    from ..containers.containers import TupleValue
-                    v = TupleValue(list(v))
+                    v = kinds.TupleValue(list(v))
                 elif p.kind is p.VAR_KEYWORD:
-                    from ..containers.containers import DictValue
-                    v = DictValue(dict(v))
+                    v = kinds.DictValue(dict(v))
                 result[local] = v
             elif p.kind is p.VAR_POSITIONAL:
-                from ..containers.containers import TupleValue
-                result[local] = TupleValue([])
+                result[local] = kinds.TupleValue([])
             elif p.kind is p.VAR_KEYWORD:
-                from ..containers.containers import DictValue
-                result[local] = DictValue({})
+                result[local] = kinds.DictValue({})
             elif p.kind is p.KEYWORD_ONLY:
                 result[local] = kwdefaults[p.name]
             else:
@@ -247,7 +244,6 @@ class UserFunctionValue(_Function):
         read is of the real function, guarded on its source (a function read
         from a class dict has none: it is then loaded as a constant); an
         attribute it lacks is an AttributeError, guarded absent."""
-        from ..builder import wrap
         fn = self.fn
         if name == "__class__":  # cannot be assigned on a function: nothing to guard
             return wrap(tx.ctx, type(fn), None)
@@ -255,8 +251,7 @@ class UserFunctionValue(_Function):
         if name == "__closure__":  # the one Value per cell that calls use, too
             if fn.__closure__ is None:
                 return ConstantValue(None)
-            from ..containers.containers import TupleValue
-            return TupleValue(list(self.closure_cells(tx.ctx, src)))
+            return kinds.TupleValue(list(self.closure_cells(tx.ctx, src)))
         if name in _FUNCTION_DATA_ATTRS or name in fn.__dict__:
             return wrap(tx.ctx, getattr(fn, name), AttrSource(src, name))
         if _type_has(type(fn), name):  # a method of every function (__get__, __call__, __repr__...)
@@ -302,7 +297,6 @@ class UserFunctionValue(_Function):
 
 def _wrap_default(value, source, ctx):
     # wrapped (and guarded) only if the callee reads it
-    from ..base import LazyValue
     return LazyValue(value, source, ctx)
 
 
@@ -352,9 +346,8 @@ class NestedFunctionValue(_Function):
         return self.closure
 
     def instance_dict(self):
-        from ..containers.containers import DictValue
         if self.dict_value is None:
-            self.dict_value = DictValue({})
+            self.dict_value = kinds.DictValue({})
         return self.dict_value
 
     def _annotations(self, tx) -> Value:
@@ -362,13 +355,11 @@ class NestedFunctionValue(_Function):
         on first read, then the same dict (as func_get_annotations does)."""
         got = self.assigned.get("__annotations__")
         if got is None:
-            from ..containers.containers import DictValue
             if self.annotate is not None and self.annotations is None:
                 # 3.14: func_get_annotations calls __annotate__(VALUE) once
                 # and keeps the dict it returns
-                from ..containers.containers import DictValue
                 got = self.annotate.call(tx, [ConstantValue(1)], {})
-                if not isinstance(got, DictValue):
+                if not isinstance(got, kinds.DictValue):
                     raise Unsupported("__annotate__ of a function made in the frame returned something else than a dict")
                 self.assigned["__annotations__"] = got
                 return got
@@ -379,15 +370,13 @@ class NestedFunctionValue(_Function):
                 if not key.is_python_constant():
                     raise Unsupported("an annotation name that is not a constant")
                 pairs[key.as_python_constant()] = items[i + 1]
-            got = self.assigned["__annotations__"] = DictValue(pairs)
+            got = self.assigned["__annotations__"] = kinds.DictValue(pairs)
         return got
 
     def getattr(self, tx, name):
         """``function.__getattribute__``: the function type's data
         descriptors, then the instance ``__dict__``, then the type's
         methods."""
-        from ..builder import wrap
-        from ..containers.containers import TupleValue
         code = self.code
         if name == "__class__":
             return wrap(tx.ctx, types.FunctionType, None)
@@ -410,7 +399,7 @@ class NestedFunctionValue(_Function):
         if name == "__kwdefaults__":
             return self._kwdefaults if self._kwdefaults is not None else ConstantValue(None)
         if name == "__closure__":
-            return TupleValue(list(self.closure)) if self.closure else ConstantValue(None)
+            return kinds.TupleValue(list(self.closure)) if self.closure else ConstantValue(None)
         if name == "__dict__":
             return self.instance_dict()
         if name == "__annotations__":
@@ -430,8 +419,6 @@ class NestedFunctionValue(_Function):
     def setattr(self, tx, name, value):
         """``f.name = value`` on a function made in the frame (no side
         effect: the function is the trace's own)."""
-        from ..base import realize
-        from ..containers.containers import DictValue, TupleValue
         value = realize(tx.ctx, value)
         if name == "__annotate__" and name in _FUNCTION_DATA_ATTRS:
             self._set_annotate(value)
@@ -450,21 +437,21 @@ class NestedFunctionValue(_Function):
         elif name == "__defaults__":
             if is_none:
                 self._defaults = None
-            elif isinstance(value, TupleValue) and value.cls is tuple:
+            elif isinstance(value, kinds.TupleValue) and value.cls is tuple:
                 self._defaults = value
             elif value.is_python_constant() and type(value.as_python_constant()) is tuple:
-                self._defaults = TupleValue([ConstantValue(v) for v in value.as_python_constant()])
+                self._defaults = kinds.TupleValue([ConstantValue(v) for v in value.as_python_constant()])
             else:
                 raise user_error(TypeError, _SET_ERRORS[name])
         elif name == "__kwdefaults__":
             if is_none:
                 self._kwdefaults = None
-            elif type(value) is DictValue and value.cls is dict:
+            elif type(value) is kinds.DictValue and value.cls is dict:
                 self._kwdefaults = value
             else:
                 raise user_error(TypeError, _SET_ERRORS[name])
         elif name in ("__dict__", "__annotations__"):
-            if not (type(value) is DictValue and value.cls is dict):
+            if not (type(value) is kinds.DictValue and value.cls is dict):
                 if name == "__dict__":
                     raise user_error(TypeError, f"__dict__ must be set to a dictionary, not a "
                                                 f"'{value.python_type().__name__}'")
@@ -475,7 +462,7 @@ class NestedFunctionValue(_Function):
                 self.assigned[name] = value
                 self.annotate = None   # (3.14: assigned annotations drop __annotate__)
         elif name == "__type_params__":
-            if not (isinstance(value, TupleValue) and value.cls is tuple
+            if not (isinstance(value, kinds.TupleValue) and value.cls is tuple
                     or value.is_python_constant() and type(value.as_python_constant()) is tuple):
                 raise user_error(TypeError, _SET_ERRORS[name])
             self.assigned[name] = value
@@ -598,7 +585,6 @@ class BoundMethodValue(Value):
         if name == "__self__":
             return self.obj
         if name == "__class__":
-            from ..builder import wrap
             return wrap(tx.ctx, types.MethodType, None)
         if name != "__doc__" and _type_has(types.MethodType, name):
             raise Unsupported(f"the method {name!r} of a bound method")
@@ -649,7 +635,6 @@ def callable_constant_attribute(tx, value, name: str) -> Value:
     if type(attr) in _FIXED_ATTR_TYPES:
         return ConstantValue(attr)
     if name in ("__self__", "__objclass__") and isinstance(attr, (type, types.ModuleType)):
-        from ..builder import wrap
         return wrap(tx.ctx, attr, None)
     raise Unsupported(f"attribute {name!r} of {value}")
 
@@ -680,7 +665,6 @@ def tensor_method_attribute(tx, method, name: str) -> Value:
     class attribute's (a bound C method's ``__qualname__`` names the
     tensor's class, as meth_get__qualname__ makes it)."""
     import torch
-    from ..builder import wrap
     cls = method.tensor.python_type()
     raw, owner = _class_attribute(cls, method.name)
     if raw is None or not (owner.__module__ or "").startswith("torch"):

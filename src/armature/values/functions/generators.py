@@ -25,6 +25,8 @@ from ..base import Value, realize
 from ..constant import ConstantValue
 from ..containers.containers import IteratorValue
 from .generator_breaks import GeneratorAcrossBreak, closing_may_run_code, creation_origin
+from ..builder import wrap
+from .. import kinds
 
 
 def _is_none(v: Value) -> bool:
@@ -126,12 +128,11 @@ class GeneratorValue(IteratorValue):
 
     def _stop_iteration(self):
         """StopIteration carrying the generator's return value."""
-        from .exceptions import ExceptionValue
         rv = getattr(self, "return_value", None)
         self.return_value = None   # (a finished generator's later calls raise a bare StopIteration)
         if rv is None or _is_none(rv):
             return user_error(StopIteration)
-        exc = ExceptionValue(StopIteration, [rv])
+        exc = kinds.ExceptionValue(StopIteration, [rv])
         return UserException(StopIteration, rv.as_python_constant() if rv.is_python_constant() else rv, value=exc)
 
     def _delegating(self) -> bool:
@@ -194,7 +195,6 @@ class GeneratorValue(IteratorValue):
         if not self.started or self.done:
             self.started = self.done = True
             return ConstantValue(None)
-        from ..builder import wrap
         try:
             v = self.throw(tx, wrap(tx.ctx, GeneratorExit, None))
         except UserException as e:
@@ -308,8 +308,7 @@ def stop_iteration_error(stop) -> UserException:
     StopIteration (Objects/genobject.c through 3.11, the
     STOPITERATION_ERROR intrinsic from 3.12).  StopAsyncIteration leaving a
     plain generator is not converted."""
-    from .exceptions import ExceptionValue
     message = "generator raised StopIteration"
-    err = ExceptionValue(RuntimeError, [ConstantValue(message)])
+    err = kinds.ExceptionValue(RuntimeError, [ConstantValue(message)])
     err.cause, err.has_cause, err.context = stop, True, stop
     return UserException(RuntimeError, message, value=err)

@@ -3,8 +3,10 @@
 transformed function's setup (``fresh_modules``, ``fresh_module_methods``,
 ``user_module_construction``), and ``module.__dict__`` (``module_dict``).
 
-May import: the core (``values.base``, ``values.constant``,
-``values.kinds``) and each other at module level; other sub-packages only
-inside functions, and preferably through ``values.kinds``.  Nothing is
-imported here: importing the package costs nothing.
+May import at module level: the core and ``objects`` (a user module class is
+audited as an object class).  The core is ``values.base``,
+``values.constant``, ``values.builder`` (which imports the sub-packages only
+inside functions) and ``values.kinds``.  Anything else is reached inside a
+function, a value kind through ``values.kinds``.  This ``__init__`` imports
+nothing, so importing the package costs nothing.
 """

@@ -51,7 +51,9 @@ import types
 import torch
 
 from ...diagnostics.errors import Unsupported
-from ..base import Value
+from ..base import Value, concrete
+from ..constant import ConstantValue
+from .. import kinds
 
 #: the conversions modelled, and the methods of every module of the tree
 #: they reach (besides their own)
@@ -71,9 +73,7 @@ _DEVICE_TYPES = ("cpu", "cuda")
 def conversion_method(tx, value, name: str):
     """The Value of ``value.<name>`` when it is a conversion of a module made
     in the frame (None: the ordinary attribute lookup applies)."""
-    from .fresh_modules import FreshModuleValue
-    from .modules import NewModuleValue
-    if name not in CONVERSIONS or not isinstance(value, (FreshModuleValue, NewModuleValue)):
+    if name not in CONVERSIONS or not isinstance(value, (kinds.FreshModuleValue, kinds.NewModuleValue)):
         return None
     mod = value.mod
     if name in value.attrs or name in mod.__dict__:
@@ -120,7 +120,6 @@ class ConversionMethod(Value):
         return types.MethodType
 
     def call(self, tx, args, kwargs):
-        from ..constant import ConstantValue
         owner, name = self.owner, self.name
         what = f"{type(owner.mod).__name__}.{name}() on a module made in the frame"
         a, k = _constants(tx, args, kwargs, what)
@@ -145,7 +144,6 @@ class ConversionMethod(Value):
 
 
 def _constants(tx, args, kwargs, what):
-    from ..base import concrete
 
     def const(v):
         v = concrete(tx, v)
@@ -175,14 +173,13 @@ def _check_context(tx, name, what) -> None:
 def _where(tx, owner, what):
     """Where the call is recorded: a function of (name, args, kwargs)."""
     from .fresh_modules import made_in_frame, record_call
-    from .modules import NewModuleValue
     if getattr(tx.ctx, "auditing_construction", False):
         # a user module's __init__ traced in a sandbox (user_module_construction.py):
         # the real constructor makes the call itself, on a submodule it made
         if not _made_by_the_constructor(tx.ctx, owner):
             raise Unsupported(f"{what}, in a module constructor, of a module it did not make")
         return lambda *call: None
-    if isinstance(owner, NewModuleValue) and owner.source is None:
+    if isinstance(owner, kinds.NewModuleValue) and owner.source is None:
         return lambda *call: owner.calls.append(call)
     if made_in_frame(owner.source):
         return lambda *call: record_call(tx.ctx, owner.source, call)
@@ -201,7 +198,7 @@ def _made_by_the_constructor(ctx, owner) -> bool:
 def _check_tree(tx, owner, name, what) -> None:
     """The module and its submodules: torch.nn classes with torch's
     methods, no member read and no attribute written by the trace so far."""
-    from ..objects.objects import find_class_attr, wrap_class_attr
+    from ..objects.objects import find_class_attr
     ctx = tx.ctx
     read = {id(gi.real) for gi in ctx.graph.inputs}
     helpers = CONVERSIONS[name]
@@ -221,7 +218,7 @@ def _check_tree(tx, owner, name, what) -> None:
                 raise Unsupported(f"{what}: {cls.__qualname__}.{method} is not torch's")
             if (cls, method) not in guarded:   # (a method patched on the class later recompiles)
                 guarded.add((cls, method))
-                wrap_class_attr(tx, cls, method, raw, defining)
+                kinds.wrap_class_attr(tx, cls, method, raw, defining)
         cached = ctx.value_cache.get(id(sub))
         if cached is not None and cached[0] is sub:
             v = cached[1]

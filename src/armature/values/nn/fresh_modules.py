@@ -51,6 +51,10 @@ from ...guards.guard import Guard, Kind, TensorMeta
 from ...codegen.names import NEW_MODULE
 from ...guards.sources import AttrSource, ModuleMemberSource, Source
 from .modules import ModuleValue, NewModuleValue, emit_construct
+from ..base import concrete
+from ..builder import wrap
+from ..constant import ConstantValue
+from .. import kinds
 
 LOCAL_PREFIX = NEW_MODULE
 
@@ -112,7 +116,6 @@ class FreshModuleValue(ModuleValue):
     the same kind."""
 
     def _member(self, tx, table, name, obj):
-        from ..builder import wrap
         src = ModuleMemberSource(self.source, name, table)
         cached = tx.ctx.value_cache.get(id(obj))
         if cached is not None and cached[0] is obj:
@@ -127,10 +130,9 @@ class FreshModuleValue(ModuleValue):
                 guard_structure(tx.ctx, obj, src)
             value = FreshModuleValue(obj, src)
         elif isinstance(obj, torch.Tensor) and type(obj) in (torch.Tensor, torch.nn.Parameter):
-            from ..tensors.tensor import TensorValue
             node, fake = tx.ctx.graph.add_input(obj, src)
             tx.ctx.guards.add(Guard(Kind.TENSOR_MATCH, src, TensorMeta.of(obj, fake=fake)))
-            value = TensorValue(node, fake, cls=type(obj), source=src)
+            value = kinds.TensorValue(node, fake, cls=type(obj), source=src)
         else:
             return wrap(tx.ctx, obj, src)
         tx.ctx.value_cache[id(obj)] = (obj, value)
@@ -146,7 +148,6 @@ class FreshModuleValue(ModuleValue):
                 and not hasattr(type(self.mod), name):
             # (``in_features``: fixed by the constructor's constant arguments;
             # never a symbol, which the guard function would have to read)
-            from ..constant import ConstantValue
             return ConstantValue(d[name])
         return super().getattr(tx, name)
 
@@ -175,8 +176,6 @@ def template_args(tx, args, kwargs, what):
     """The real objects to build the template from, and whether any of them
     is a module made in the frame.  Constants, modules made in the frame
     (their templates) and lists, tuples and dicts of those."""
-    from ..base import concrete
-    from ..containers.containers import DictValue, ListValue, TupleValue
     found = []
 
     def real(v):
@@ -185,11 +184,11 @@ def template_args(tx, args, kwargs, what):
                 (isinstance(v, NewModuleValue) or made_in_frame(v.source)):
             found.append(v)
             return v.mod
-        if isinstance(v, (ListValue, TupleValue)) and type(v) in (ListValue, TupleValue) and \
-                getattr(v, "cls", list if isinstance(v, ListValue) else tuple) in (list, tuple):
+        if isinstance(v, (kinds.ListValue, kinds.TupleValue)) and type(v) in (kinds.ListValue, kinds.TupleValue) and \
+                getattr(v, "cls", list if isinstance(v, kinds.ListValue) else tuple) in (list, tuple):
             items = [real(i) for i in v.items]
-            return items if isinstance(v, ListValue) else tuple(items)
-        if type(v) is DictValue and all(type(k) is str for k in v.items):
+            return items if isinstance(v, kinds.ListValue) else tuple(items)
+        if type(v) is kinds.DictValue and all(type(k) is str for k in v.items):
             return {k: real(i) for k, i in v.items.items()}
         if v.is_python_constant():
             return v.as_python_constant()

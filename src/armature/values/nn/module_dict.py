@@ -20,6 +20,8 @@ from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ItemSource
 from ..base import Value, concrete, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 
 class ModuleDictView(Value):
@@ -42,7 +44,6 @@ class ModuleDictView(Value):
     def _lookup(self, tx, name: str):
         """The value under ``name`` or None when absent (guarded)."""
         from ...effects import DELETED
-        from ..builder import wrap
         owner = self.owner
         if name in owner.attrs:
             v = owner.attrs[name]
@@ -59,9 +60,8 @@ class ModuleDictView(Value):
         value = d[name]
         if type(value) in (int, float) and item_src is not None:
             # a counter kept on the module: symbolic, guarded only if its value is needed
-            from ..tensors.symbolic import SymbolicNumberValue
             tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, item_src, type(value)))
-            return SymbolicNumberValue(value, item_src, tx.ctx)
+            return kinds.SymbolicNumberValue(value, item_src, tx.ctx)
         return realize(tx.ctx, wrap(tx.ctx, value, item_src))
 
     def getitem(self, tx, index):

@@ -16,8 +16,10 @@ import torch
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ModuleMemberSource, Source
-from ..base import Value
+from ..base import Value, LazyValue, concrete, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 _DISTRIBUTED_KINDS = {"ddp": "DistributedDataParallel", "fsdp1": "FSDP1", "fsdp2": "sharded by FSDP2"}
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
@@ -101,7 +103,6 @@ class ModuleValue(Value):
         cls = type(self.mod)
         if getattr(cls, "__bool__", None) is not None or \
                 getattr(cls, "__len__", None) is not None and not _builtin_container(cls, "__len__"):
-            from ..base import concrete
             name = "__bool__" if getattr(cls, "__bool__", None) is not None else "__len__"
             out = concrete(tx, self.getattr(tx, name).call(tx, [], {}))
             if not out.is_python_constant():
@@ -113,7 +114,6 @@ class ModuleValue(Value):
 
     # --- attributes ---------------------------------------------------------
     def _member(self, tx, table: str, name: str, obj) -> Value:
-        from ..builder import wrap
         src = ModuleMemberSource(self.source, name, table) if self.source is not None else None
         if src is not None and table != "_modules" and getattr(self.mod, "_armature_static", False):
             tx.ctx.policy.static_sources.add(src)   # armature.mark_static(module or its class)
@@ -124,7 +124,6 @@ class ModuleValue(Value):
         return wrap(tx.ctx, obj, src)
 
     def getattr(self, tx, name):
-        from ..builder import wrap
         mod = self.mod
         d = mod.__dict__
         from ...effects import DELETED
@@ -133,8 +132,7 @@ class ModuleValue(Value):
         if name == "__dict__" and inspect.getattr_static(type(mod), "__dict__", None) is \
                 inspect.getattr_static(torch.nn.Module, "__dict__"):
             if self._dict_view is None:
-                from .module_dict import ModuleDictView
-                self._dict_view = ModuleDictView(self)
+                self._dict_view = kinds.ModuleDictView(self)
             return self._dict_view
         deleted = False
         if name in self.attrs:
@@ -146,8 +144,7 @@ class ModuleValue(Value):
         # data descriptors on the class win over the instance dict
         if cls_attr is not _MISSING and _is_data_descriptor(cls_attr):
             if isinstance(cls_attr, property):
-                from ..functions.functions import UserFunctionValue
-                return UserFunctionValue(cls_attr.fget, None).call(tx, [self], {})
+                return kinds.UserFunctionValue(cls_attr.fget, None).call(tx, [self], {})
             raise Unsupported(f"descriptor {name!r} on {type(mod).__name__}")
         if name in d and not deleted:
             src = AttrSource(self.source, name) if self.source is not None else None
@@ -155,9 +152,8 @@ class ModuleValue(Value):
             if type(value) in (int, float) and src is not None:
                 # a number stored on a module (a step counter, a size): kept
                 # symbolic, so it is guarded only if the code needs its value
-                from ..tensors.symbolic import SymbolicNumberValue
                 tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, src, type(value)))
-                return SymbolicNumberValue(value, src, tx.ctx)
+                return kinds.SymbolicNumberValue(value, src, tx.ctx)
             return wrap(tx.ctx, value, src)
         if name in _MEMBER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name):
             return _MemberIterMethod(self, name)
@@ -183,11 +179,9 @@ class ModuleValue(Value):
                 tx.ctx.guards.add(Guard(Kind.KEY_ABSENT, AttrSource(self.source, table), name))
         getattr_fn = inspect.getattr_static(type(mod), "__getattr__", None)
         if getattr_fn is not torch.nn.Module.__getattr__ and isinstance(getattr_fn, types.FunctionType):
-            from ..functions.functions import UserFunctionValue
-            from ..constant import ConstantValue
-            from ..objects.objects import find_class_attr, wrap_class_attr
+            from ..objects.objects import find_class_attr
             raw, owner = find_class_attr(type(mod), "__getattr__")
-            fv = wrap_class_attr(tx, type(mod), "__getattr__", raw, owner)
+            fv = kinds.wrap_class_attr(tx, type(mod), "__getattr__", raw, owner)
             return fv.call(tx, [self, ConstantValue(name)], {})
         raise user_error(AttributeError, f"{type(mod).__name__!r} object has no attribute {name!r}")
 
@@ -210,13 +204,12 @@ class ModuleValue(Value):
             raise Unsupported(f"writing the descriptor {type(mod).__name__}.{name}")
         if self.source is None:
             raise Unsupported("writing an attribute of a module without a source")
-        from ..tensors.tensor import TensorValue
         registered = any(name in mod.__dict__.get(t, {}) for t in ("_parameters", "_buffers", "_modules")) \
             or name in getattr(self, "pending_members", ())
-        registers = isinstance(value, ModuleValue) or isinstance(value, TensorValue) and \
+        registers = isinstance(value, ModuleValue) or isinstance(value, kinds.TensorValue) and \
             issubclass(value.python_type(), torch.nn.Parameter)
         if (registered or registers) and value is not None and \
-                not isinstance(value, (TensorValue, ModuleValue)) and \
+                not isinstance(value, (kinds.TensorValue, ModuleValue)) and \
                 not (value.is_python_constant() and value.as_python_constant() is None):
             raise Unsupported(f"assigning {value} to the registered member {name!r} of {type(mod).__name__}")
         return registered or registers
@@ -229,9 +222,9 @@ class ModuleValue(Value):
             return None
         if not isinstance(raw, types.FunctionType):
             raise Unsupported(f"the C {dunder} of {type(self.mod).__name__}")
-        from ..objects.objects import find_class_attr, wrap_class_attr
+        from ..objects.objects import find_class_attr
         raw, owner = find_class_attr(type(self.mod), dunder)
-        return wrap_class_attr(tx, type(self.mod), dunder, raw, owner)
+        return kinds.wrap_class_attr(tx, type(self.mod), dunder, raw, owner)
 
     def setattr(self, tx, name, value):
         custom = self._custom(tx, "__setattr__")
@@ -243,7 +236,6 @@ class ModuleValue(Value):
     def standard_setattr(self, tx, name, value):
         """``nn.Module.__setattr__`` itself (also what ``super().__setattr__`` reaches)."""
         from ...effects import AttrStore
-        from ..base import realize
         value = realize(tx.ctx, value)  # nn.Module.__setattr__ depends on what it is
         structural = self._structural(tx, name, value)
         self.attrs[name] = value
@@ -374,7 +366,6 @@ class ModuleValue(Value):
         if not d:
             tx.ctx.guards.add(Guard(Kind.EMPTY, src))
             return []
-        from ..builder import wrap
         from ...guards.sources import ItemSource
         tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, list(d)))
         return [(k, wrap(tx.ctx, h, ItemSource(src, k))) for k, h in d.items()]
@@ -386,7 +377,6 @@ class ModuleValue(Value):
         if not d:
             tx.ctx.guards.add(Guard(Kind.EMPTY, src))
             return []
-        from ..builder import wrap
         tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, list(d)))
         return [(k, wrap(tx.ctx, h, ItemSource(src, k))) for k, h in d.items()]
 
@@ -411,9 +401,9 @@ class ModuleValue(Value):
         call = inspect.getattr_static(type(mod), "__call__")
         if call is not torch.nn.Module.__call__:
             if isinstance(call, types.FunctionType):
-                from ..objects.objects import find_class_attr, wrap_class_attr
+                from ..objects.objects import find_class_attr
                 raw, owner = find_class_attr(type(mod), "__call__")
-                fv = wrap_class_attr(tx, type(mod), "__call__", raw, owner)  # (its closure has a source)
+                fv = kinds.wrap_class_attr(tx, type(mod), "__call__", raw, owner)  # (its closure has a source)
                 return fv.call(tx, [self, *args], kwargs)
             raise Unsupported(f"the C __call__ of {type(mod).__name__}")
         return self.standard_call(tx, args, kwargs)
@@ -427,7 +417,6 @@ class ModuleValue(Value):
             return self._standard_call(tx, args, kwargs)
 
     def _standard_call(self, tx, args, kwargs):
-        from ..containers.containers import DictValue, TupleValue
         mod = self.mod
         m = torch.nn.modules.module
         if self.source is not None:
@@ -451,18 +440,18 @@ class ModuleValue(Value):
             with_kwargs = self._keys(tx, "_forward_pre_hooks_with_kwargs")
             for hook_id, hook in pre:
                 if hook_id in with_kwargs:
-                    res = hook.call(tx, [self, TupleValue(list(args)), DictValue(dict(kwargs))], {})
+                    res = hook.call(tx, [self, kinds.TupleValue(list(args)), kinds.DictValue(dict(kwargs))], {})
                     if not _is_none(res):
                         parts = tx.iterate(res) if res.python_type() is tuple else None
                         if parts is None or len(parts) != 2:
                             raise Unsupported("forward pre-hook must return None or (args, kwargs)")
                         args = tx.iterate(parts[0])
                         kw = parts[1].realize(tx.ctx) if hasattr(parts[1], "realize") else parts[1]
-                        if not isinstance(kw, DictValue):
+                        if not isinstance(kw, kinds.DictValue):
                             raise Unsupported("forward pre-hook returned kwargs that are not a dict")
                         kwargs = dict(kw.items)
                 else:
-                    res = hook.call(tx, [self, TupleValue(list(args))], {})
+                    res = hook.call(tx, [self, kinds.TupleValue(list(args))], {})
                     if not _is_none(res):
                         args = tx.iterate(res) if res.python_type() is tuple else [res]
         forward = self.getattr(tx, "forward")
@@ -474,9 +463,9 @@ class ModuleValue(Value):
                 getattr(m, "_global_forward_hooks_with_kwargs", {}))
             for hook_id, hook in post:
                 if hook_id in with_kwargs:
-                    res = hook.call(tx, [self, TupleValue(list(args)), DictValue(dict(kwargs)), result], {})
+                    res = hook.call(tx, [self, kinds.TupleValue(list(args)), kinds.DictValue(dict(kwargs)), result], {})
                 else:
-                    res = hook.call(tx, [self, TupleValue(list(args)), result], {})
+                    res = hook.call(tx, [self, kinds.TupleValue(list(args)), result], {})
                 if not _is_none(res):
                     result = res
         return result
@@ -511,8 +500,6 @@ def initialize_lazy(tx, value: ModuleValue, args, kwargs) -> None:
     would be drawn after the initialisation instead of before it) and the
     inputs' sizes are static: otherwise the call is a graph break, and runs
     natively."""
-    from ..base import realize
-    from ..tensors.tensor import TensorValue
     mod = value.mod
     what = f"initialising the lazy module {type(mod).__name__}"
     if value.source is None:
@@ -524,17 +511,16 @@ def initialize_lazy(tx, value: ModuleValue, args, kwargs) -> None:
 
     def fake_of(v):
         v = realize(tx.ctx, v)
-        if isinstance(v, TensorValue):
+        if isinstance(v, kinds.TensorValue):
             if any(isinstance(d, torch.SymInt) for d in v.fake.size()):
                 raise Unsupported(f"{what} from an input with dynamic sizes")
             return v.fake
         if v.is_python_constant():
             return v.as_python_constant()
-        from ..containers.containers import DictValue, ListValue, TupleValue
-        if isinstance(v, ListValue) or (isinstance(v, TupleValue) and v.cls is tuple):
+        if isinstance(v, kinds.ListValue) or (isinstance(v, kinds.TupleValue) and v.cls is tuple):
             # (a list or tuple of inputs: the hook sees the same structure of fakes)
             return type(v.python_type()())(fake_of(item) for item in v.items)
-        if isinstance(v, DictValue) and v.cls is dict and all(isinstance(k, (str, int)) for k in v.items):
+        if isinstance(v, kinds.DictValue) and v.cls is dict and all(isinstance(k, (str, int)) for k in v.items):
             return {k: fake_of(item) for k, item in v.items.items()}
         raise Unsupported(f"{what} from {v}")
 
@@ -560,7 +546,6 @@ def construct_module(tx, cls_value, args, kwargs) -> "NewModuleValue":
     attributes are not modelled (a graph break).  A module with parameters
     or buffers, or one holding modules made in the frame, is built on every
     call by the transformed function's setup (values/nn/fresh_modules.py)."""
-    from ..base import concrete
     cls = cls_value.cls
     what = f"creating the module {cls.__qualname__} inside a compiled function"
     hint = "create modules outside and pass them in"
@@ -655,7 +640,6 @@ class ModuleSliceValue(Value):
         return bool(self.items)
 
     def getitem(self, tx, index):
-        from ..base import concrete
         idx = concrete(tx, index).as_python_constant()
         if isinstance(idx, slice):
             return ModuleSliceValue(self.parent, self.slices + [idx], self.items[idx])
@@ -712,9 +696,7 @@ class _MemberIterMethod(Value):
         return types.MethodType
 
     def call(self, tx, args, kwargs):
-        from ..builder import wrap
-        from ..constant import ConstantValue
-        from ..containers.containers import IteratorValue, TupleValue, unwrap_constants
+        from ..containers.containers import unwrap_constants
         a, k = unwrap_constants(args, kwargs, what=f"Module.{self.name}()")
         owner = self.owner
         if owner.source is None:
@@ -737,10 +719,10 @@ class _MemberIterMethod(Value):
             raise Unsupported(f"Module.{self.name}() raised {type(e).__name__}: {e}")
         owners = {id(m): p for p, m in torch.nn.Module.named_modules(mod, remove_duplicate=False)}
         out = []
-        from .fresh_modules import FreshModuleValue, member_of
+        from .fresh_modules import member_of
         for item in items:
             name, obj = item if isinstance(item, tuple) else (None, item)
-            if isinstance(owner, FreshModuleValue):   # its members are new objects on every call
+            if isinstance(owner, kinds.FreshModuleValue):   # its members are new objects on every call
                 v = member_of(tx, owner, obj)
             elif isinstance(obj, torch.nn.Module):
                 src = paths[owners[id(obj)]] if id(obj) in owners else None
@@ -748,11 +730,10 @@ class _MemberIterMethod(Value):
             else:
                 # lazy: a parameter becomes part of the graph only when the
                 # code uses it (``next(self.parameters()).dtype`` reads one)
-                from ..base import LazyValue
                 src = _member_source(mod, paths, obj)
                 v = LazyValue(obj, src, tx.ctx) if src is not None else wrap(tx.ctx, obj, src)
-            out.append(TupleValue([ConstantValue(name), v]) if name is not None else v)
-        return IteratorValue(out)
+            out.append(kinds.TupleValue([ConstantValue(name), v]) if name is not None else v)
+        return kinds.IteratorValue(out)
 
 
 _REGISTER_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
@@ -769,16 +750,13 @@ class _RegisterMethod(Value):
 
     def call(self, tx, args, kwargs):
         from ...effects import MethodCall
-        from ..base import realize
-        from ..constant import ConstantValue
-        from ..tensors.tensor import TensorValue
         args = [realize(tx.ctx, a) for a in args]
         kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
         member = args[0].as_python_constant() if args else kwargs["name"].as_python_constant()
         value = args[1] if len(args) > 1 else kwargs.get("tensor", kwargs.get("param", kwargs.get("module")))
         if not isinstance(member, str) or not member or "." in member:
             raise Unsupported(f"Module.{self.name}() with the name {member!r}")
-        if value is None or not (isinstance(value, (TensorValue, ModuleValue)) or
+        if value is None or not (isinstance(value, (kinds.TensorValue, ModuleValue)) or
                                  value.is_python_constant() and value.as_python_constant() is None):
             raise Unsupported(f"Module.{self.name}() of {value}")
         owner = self.owner
@@ -832,15 +810,13 @@ def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
     every call.  An identity guard on them would fail on every call (a
     recompile per call until the limit); they are guarded by type, keys and
     members instead (:func:`_guard_fresh_module`)."""
-    from ..base import LazyValue
-    from .fresh_modules import FreshModuleValue
     fresh, new = set(), set(new_names)   # (new_names: modules built natively at the break)
     for name, v in named_values:
         if type(v) is LazyValue:
             v = v._realized
-        if isinstance(v, ModuleSliceValue) and isinstance(v.parent, FreshModuleValue):
+        if isinstance(v, ModuleSliceValue) and isinstance(v.parent, kinds.FreshModuleValue):
             new.add(name)
-        elif isinstance(v, FreshModuleValue):
+        elif isinstance(v, kinds.FreshModuleValue):
             new.add(name)
         elif isinstance(v, (ModuleSliceValue, NewModuleValue)):
             fresh.add(name)
@@ -891,7 +867,6 @@ def _wrap_compiled_module(ctx, mod, source) -> "CompiledModuleValue":
     if source is not None:
         ctx.guards.add(Guard(Kind.ID_MATCH if ctx.config.module_parameters == "attributes" else Kind.TYPE_MATCH,
                              source, mod))
-    from ..builder import wrap
     inner = wrap(ctx, mod.__dict__["_orig_mod"], AttrSource(source, "_orig_mod") if source is not None else None)
     return CompiledModuleValue(mod, inner, source)
 
@@ -928,7 +903,6 @@ class CompiledModuleValue(Value):
         return self.inner.call(tx, args, kwargs)
 
     def getattr(self, tx, name):
-        from ..builder import wrap
         if name == "__class__":
             return wrap(tx.ctx, type(self.wrapper), None)
         if name == "_orig_mod":
@@ -968,7 +942,6 @@ class ModuleStandardWrite(Value):
         self.module, self.name = module, name
 
     def call(self, tx, args, kwargs):
-        from ..base import concrete
         if kwargs or len(args) != (2 if self.name == "__setattr__" else 1):
             raise user_error(TypeError, f"{self.name}() takes the wrong number of arguments")
         key = concrete(tx, args[0])

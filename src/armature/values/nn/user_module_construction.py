@@ -49,9 +49,11 @@ import torch
 
 from ...diagnostics.errors import Unsupported, UserException
 from ...guards.sources import AttrSource, ItemSource
-from ..base import Value
+from ..base import Value, concrete, realize
 from ..constant import ConstantValue
 from ..objects.objects import ObjectValue, _MISSING, bind_attr, class_source
+from ..builder import wrap
+from .. import kinds
 
 #: nn.Module methods a constructor calls to register members: they are
 #: recorded as attribute writes of the module under construction
@@ -72,8 +74,7 @@ def audit(tx, cls_value, args: list, kwargs: dict, what: str) -> None:
     setup is indistinguishable from eager building it at the call (see the
     module docstring); on success the audit's guards are the entry's."""
     cls = cls_value.cls
-    from ..objects.class_def import MadeClassValue
-    if isinstance(cls_value, MadeClassValue) or cls_value.source is None:
+    if isinstance(cls_value, kinds.MadeClassValue) or cls_value.source is None:
         # (the setup would run before the class statement: it would build
         # the module from another class object than the frame's)
         raise Unsupported(f"{what}: its class is made by a class statement in the frame", hint=_HINT)
@@ -130,15 +131,13 @@ def _check_arguments(tx, args, kwargs, what) -> set:
     """Refuse arguments other than immutable constants and modules made in
     the frame; return the setup locals of the latter that hold tensors
     (the graph may have read them before the call: ``_check_clean``)."""
-    from ..base import concrete
-    from .fresh_modules import FreshModuleValue, made_in_frame
-    from .modules import NewModuleValue
+    from .fresh_modules import made_in_frame
     roots = set()
     for v in (*args, *kwargs.values()):
         v = concrete(tx, v)
-        if isinstance(v, FreshModuleValue) and made_in_frame(v.source):
+        if isinstance(v, kinds.FreshModuleValue) and made_in_frame(v.source):
             roots.add(v.source.root())
-        elif not (isinstance(v, NewModuleValue) or v.is_python_constant() and
+        elif not (isinstance(v, kinds.NewModuleValue) or v.is_python_constant() and
                   _immutable_constant(v.as_python_constant())):
             raise Unsupported(f"{what} from {v}, which is not an immutable constant or a module made in the frame",
                               hint="pass numbers, strings, tuples or modules made in the frame; or create the "
@@ -157,7 +156,6 @@ def _immutable_constant(c) -> bool:
 
 def _run_init(tx, sub, fn, source, args, kwargs) -> Value:
     from ...trace.inline import make_frame
-    from ..builder import wrap
     if tx.depth + 1 > sub.config.inline_depth_limit:
         raise Unsupported("a module constructor too deep in the inlining stack")
     fn_v = wrap(sub, fn, source)
@@ -255,7 +253,6 @@ class _Registrar(Value):
         self.owner, self.method = owner, method
 
     def call(self, tx, args, kwargs):
-        from ..base import concrete
         if len(args) < 2:
             raise Unsupported(f"{self.method}() with {len(args)} arguments in a module constructor")
         name = concrete(tx, args[0])
@@ -268,13 +265,11 @@ class _Registrar(Value):
 def audited_parameter(tx, args, kwargs) -> Value:
     """``nn.Parameter(data)`` in an audited constructor: the data (the real
     constructor makes the Parameter; the audit only needs what is read)."""
-    from ..base import realize
-    from ..tensors.tensor import TensorValue
     data = args[0] if args else kwargs.get("data")
     if data is None:
         raise Unsupported("nn.Parameter() without data in a module constructor")
     data = realize(tx.ctx, data)
-    if not isinstance(data, TensorValue):
+    if not isinstance(data, kinds.TensorValue):
         raise Unsupported(f"nn.Parameter({data}) in a module constructor")
     return data
 

@@ -16,33 +16,31 @@ from dataclasses import dataclass
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import ItemSource, Source
+from ..builder import wrap
+from .. import kinds
 
 
 _DICT_TYPES = (dict, collections.OrderedDict)
 
 
 def _new_instance(cls, storage) -> "ObjectValue":
-    from .objects import ObjectValue
-    obj = ObjectValue(None, None, cls=cls, is_new=True)
+    obj = kinds.ObjectValue(None, None, cls=cls, is_new=True)
     if storage is list:
-        from ..containers.containers import ListValue
-        obj.contents = ListValue([])
+        obj.contents = kinds.ListValue([])
         obj.contents.owned_by = obj
     elif storage is not None:
-        from ..containers.containers import DictValue
-        obj.contents = DictValue({}, cls=storage)
+        obj.contents = kinds.DictValue({}, cls=storage)
     return obj
 
 
 def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
     """``MyTuple(iterable)`` with tuple's own __new__ (tuple's __init__ is
     object's, which ignores the arguments then)."""
-    from ..containers.containers import TupleValue
-    from .objects import ObjectValue, _wrap_func, bind_attr
+    from .objects import _wrap_func, bind_attr
     if kwargs or len(args) > 1:
         raise user_error(TypeError, f"{cls.__name__} expected at most 1 argument, got {len(args) + len(kwargs)}")
-    obj = ObjectValue(None, None, cls=cls, is_new=True)
-    obj.contents = TupleValue(tx.iterate(args[0]) if args else [])
+    obj = kinds.ObjectValue(None, None, cls=cls, is_new=True)
+    obj.contents = kinds.TupleValue(tx.iterate(args[0]) if args else [])
     obj.contents.owned_by = obj
     obj.storage_kind = tuple
     init_raw, owner, _ = _wrap_func(tx, cls).lookup(tx, "__init__")
@@ -55,8 +53,7 @@ def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
 def _seq_backed(obj) -> bool:
     """An instance of a list/tuple subclass made in the frame: its items
     live in ``obj.contents`` (a ListValue/TupleValue)."""
-    from ..containers.containers import ListValue, TupleValue
-    return isinstance(getattr(obj, "contents", None), (ListValue, TupleValue))
+    return isinstance(getattr(obj, "contents", None), (kinds.ListValue, kinds.TupleValue))
 
 
 def _dict_backed(obj) -> bool:
@@ -70,8 +67,6 @@ _DICT_READ_METHODS = {"get", "keys", "values", "items", "__getitem__", "__contai
 def dict_contents(tx, obj: "ObjectValue"):
     """The items of an instance of a dict subclass that existed before the
     frame, as a read-only DictValue (keys and values guarded)."""
-    from ..containers.containers import DictValue
-    from ..builder import wrap
     if obj.is_new and getattr(obj, "contents", None) is not None:
         return obj.contents
     if obj.is_new or obj.source is None or not isinstance(obj.obj, dict):
@@ -87,7 +82,7 @@ def dict_contents(tx, obj: "ObjectValue"):
     # read through dict's own __getitem__, not an override
     items = {k: wrap(tx.ctx, dict.__getitem__(obj.obj, k),
                      ItemSource(_DictViewSource(src), k)) for k in keys}
-    d = DictValue(items, source=src)
+    d = kinds.DictValue(items, source=src)
     d.read_only = True
     obj._contents = d
     return d

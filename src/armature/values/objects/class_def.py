@@ -46,6 +46,8 @@ from ..base import Value
 from ..constant import ConstantValue
 from ..functions.functions import CellValue, NestedFunctionValue
 from .objects import ClassValue
+from ..builder import wrap
+from .. import kinds
 
 #: real classes made while tracing -> their MadeClassValue
 _MADE: "weakref.WeakKeyDictionary[type, MadeClassValue]" = weakref.WeakKeyDictionary()
@@ -122,7 +124,6 @@ class ClassBodyDecorator(Value):
     def call(self, tx, args, kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], NestedFunctionValue):
             return DecoratedFunctionValue(self.kind, args[0])
-        from ..builder import wrap
         return wrap(tx.ctx, self.kind, None).call(tx, args, kwargs)
 
 
@@ -252,8 +253,7 @@ class _Realizer:
             return self.function(name, v)
         if isinstance(v, DecoratedFunctionValue) and isinstance(v.func, NestedFunctionValue):
             return v.kind(self.function(name, v.func))
-        from ..containers.containers import DictValue
-        if isinstance(v, DictValue) and name == "__annotations__" and v.is_python_constant():
+        if isinstance(v, kinds.DictValue) and name == "__annotations__" and v.is_python_constant():
             return dict(v.as_python_constant())
         if v.is_python_constant():
             c = v.as_python_constant()
@@ -271,12 +271,9 @@ class _Realizer:
 
     @staticmethod
     def _traced_object(v: Value) -> bool:
-        from ..containers.containers import DictValue, ListValue, SetValue, TupleValue
-        from .objects import ObjectValue
-        from ..tensors.tensor import TensorValue
-        if isinstance(v, (ListValue, DictValue, SetValue, TupleValue, TensorValue)):
+        if isinstance(v, (kinds.ListValue, kinds.DictValue, kinds.SetValue, kinds.TupleValue, kinds.TensorValue)):
             return True
-        if type(v) is ObjectValue and v.is_new:
+        if type(v) is kinds.ObjectValue and v.is_new:
             return not any(hasattr(v.cls, n) for n in ("__get__", "__set__", "__delete__", "__set_name__"))
         return False
 

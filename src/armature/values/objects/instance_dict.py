@@ -15,6 +15,7 @@ from ..base import Value
 from ..constant import ConstantValue
 
 from .objects import _MISSING  # (the one 'no such attribute' marker)
+from .. import kinds
 
 if TYPE_CHECKING:
     from .objects import ObjectValue
@@ -69,7 +70,6 @@ class InstanceDictValue(Value):
 
     def equals(self, tx, other) -> bool:
         """``obj.__dict__ == other``: dict equality (same keys, equal values)."""
-        from ..containers.containers import DictValue
         from ..operations.operators import values_equal
         if other is self:
             return True
@@ -77,7 +77,7 @@ class InstanceDictValue(Value):
         if isinstance(other, InstanceDictValue):
             okeys = other._keys(tx)
             oget = lambda k: other._live().dict_get(tx, k)  # noqa: E731
-        elif isinstance(other, DictValue):
+        elif isinstance(other, kinds.DictValue):
             okeys = list(other.items)
             oget = other.items.__getitem__
         elif issubclass(other.python_type(), dict):
@@ -104,15 +104,13 @@ class InstanceDictValue(Value):
         return [ConstantValue(k) for k in self._keys(tx)]
 
     def get_iter(self, tx):
-        from ..containers.containers import DictViewIterator, DictViewValue
-        return DictViewIterator(DictViewValue(self, "keys"), tx)
+        return kinds.DictViewIterator(kinds.DictViewValue(self, "keys"), tx)
 
     def truth(self, tx):
         return bool(self._keys(tx))
 
     def getattr(self, tx, name):
-        from ..containers.containers import BoundContainerMethod
-        return BoundContainerMethod(self, name)
+        return kinds.BoundContainerMethod(self, name)
 
     def method(self, tx, name, args, kwargs):
         owner = self._live()
@@ -124,14 +122,11 @@ class InstanceDictValue(Value):
         if name == "__len__" and not args:
             return ConstantValue(self.length(tx))
         if name in ("keys", "values", "items") and not args and not kwargs:
-            from ..containers.containers import DictViewValue
-            return DictViewValue(self, name)
+            return kinds.DictViewValue(self, name)
         if name == "copy" and not args and not kwargs:
-            from ..containers.containers import DictValue
-            return DictValue(dict(self.pairs(tx)))
+            return kinds.DictValue(dict(self.pairs(tx)))
         if name == "update" and len(args) == 1 and not kwargs:
-            from ..containers.containers import DictValue
-            if isinstance(args[0], DictValue):
+            if isinstance(args[0], kinds.DictValue):
                 for k, v in args[0].items.items():
                     self.setitem(tx, ConstantValue(k), v)
                 return ConstantValue(None)

@@ -29,23 +29,24 @@ import types
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 
 def metaclass_call(tx, cls_value, call_raw, owner, args, kwargs) -> Value:
     """``cls(...)`` where the metaclass defines its own ``__call__``."""
-    from .objects import wrap_class_attr
     if not isinstance(call_raw, types.FunctionType):
         raise Unsupported(f"creating an instance of {cls_value.cls.__qualname__}: its metaclass "
                           f"{owner.__qualname__} has a __call__ that is not Python")
-    fn = wrap_class_attr(tx, type(cls_value.cls), "__call__", call_raw, owner)
+    fn = kinds.wrap_class_attr(tx, type(cls_value.cls), "__call__", call_raw, owner)
     return fn.call(tx, [cls_value, *args], dict(kwargs))
 
 
 def type_call(tx, cls_value, args, kwargs) -> Value:
     """``type.__call__(cls, ...)``: ``__new__`` then ``__init__``, whatever
     the metaclass (what a metaclass's ``__call__`` reaches by ``super()``)."""
-    from .objects import ClassValue, instantiate
-    if not isinstance(cls_value, ClassValue):
+    from .objects import instantiate
+    if not isinstance(cls_value, kinds.ClassValue):
         raise Unsupported(f"type.__call__ of {cls_value}")
     if cls_value.cls is type or issubclass(cls_value.cls, type):
         raise Unsupported("type.__call__ making a class")
@@ -67,7 +68,6 @@ class TypeCall(Value):
 def metaclass_super_attr(tx, start: type, cls_value, name: str) -> Value:
     """``super(start, cls).name`` where ``cls`` is an instance of ``start``
     (a metaclass): looked up along ``type(cls).__mro__`` after ``start``."""
-    from ..builder import wrap
     from .objects import bind_attr
     meta = type(cls_value.cls)
     if not isinstance(cls_value.cls, start):
@@ -107,8 +107,6 @@ def isinstance_through_metaclass(tx, obj: Value, classes) -> Value | None:
     with a Python ``__instancecheck__``: each class in turn, the exact-type
     shortcut first (as CPython), the check traced; None when no class needs
     it (the caller's MRO test is right)."""
-    from ..builder import wrap
-    from .objects import wrap_class_attr
     flat = _flatten(classes)
     if not any(custom_instancecheck(c) for c in flat):
         return None
@@ -120,7 +118,7 @@ def isinstance_through_metaclass(tx, obj: Value, classes) -> Value | None:
                 return ConstantValue(True)
             continue
         raw, owner = found
-        check = wrap_class_attr(tx, type(c), "__instancecheck__", raw, owner)
+        check = kinds.wrap_class_attr(tx, type(c), "__instancecheck__", raw, owner)
         result = check.call(tx, [wrap(tx.ctx, c, None), obj], {})
         if not result.is_python_constant():
             raise Unsupported(f"isinstance() through {type(c).__qualname__}.__instancecheck__, whose answer "

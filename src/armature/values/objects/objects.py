@@ -67,7 +67,6 @@ def find_class_attr(cls: type, name: str):
 
 def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
     """Wrap a raw class-dict entry, guarded by identity/value on its owner's dict."""
-    from ..builder import wrap
     src = ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name)
     if isinstance(raw, (property, staticmethod, classmethod)) or _is_data_descriptor(raw):
         if _per_call_member(tx, owner):   # made with its class, on every call
@@ -83,17 +82,16 @@ def wrap_class_attr(tx, cls: type, name: str, raw, owner: type) -> Value:
 def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value: "ClassValue") -> Value:
     """Apply the descriptor protocol to a raw class attribute (instance None:
     accessed on the class)."""
-    from ..functions.functions import BoundMethodValue
     cls = cls_value.cls
     if isinstance(raw, staticmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
         return _descriptor_func(tx, desc, owner, raw.__func__, "__func__")
     if isinstance(raw, classmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
-        return BoundMethodValue(_descriptor_func(tx, desc, owner, raw.__func__, "__func__"), cls_value)
+        return kinds.BoundMethodValue(_descriptor_func(tx, desc, owner, raw.__func__, "__func__"), cls_value)
     if isinstance(raw, types.FunctionType):
         fv = wrap_class_attr(tx, cls, name, raw, owner)
-        return fv if instance is None else BoundMethodValue(fv, instance)
+        return fv if instance is None else kinds.BoundMethodValue(fv, instance)
     if isinstance(raw, property):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
         if instance is None:
@@ -103,19 +101,17 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
-        from ..containers.containers import BoundContainerMethod
-        return BoundContainerMethod(instance.contents, name)
+        return kinds.BoundContainerMethod(instance.contents, name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
-        from ..containers.containers import BoundContainerMethod
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
-        return BoundContainerMethod(dict_contents(tx, instance), name)
-    from ..tensors.autograd_function import APPLY, ApplyValue
+        return kinds.BoundContainerMethod(dict_contents(tx, instance), name)
+    from ..tensors.autograd_function import APPLY
     if raw is APPLY and type(raw) is not types.FunctionType:
         # torch >= 2.14: Function.apply is a C classmethod (2.13's Python one is bound above)
         tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name),
                                 raw))
-        return BoundMethodValue(ApplyValue(), cls_value)
+        return kinds.BoundMethodValue(kinds.ApplyValue(), cls_value)
     getter = getattr(type(raw), "__get__", None)
     if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
         if isinstance(getter, types.FunctionType):
@@ -126,8 +122,8 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             none = ConstantValue(None)
             return _wrap_func(tx, getter).call(tx, [desc, instance or none, cls_value], {})
         if name == "__init__" and owner.__module__ == "builtins" and issubclass(owner, BaseException):
-            from ..functions.exceptions import _GENERIC_INIT, BuiltinExceptionInit, ExceptionValue
-            if owner in _GENERIC_INIT and (instance is None or isinstance(instance, ExceptionValue)):
+            from ..functions.exceptions import _GENERIC_INIT, BuiltinExceptionInit
+            if owner in _GENERIC_INIT and (instance is None or isinstance(instance, kinds.ExceptionValue)):
                 return BuiltinExceptionInit(owner, instance)
         try:
             kind = _GENERIC_SLOTS.get(raw)
@@ -137,7 +133,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             return _ObjectSlot(kind)   # ``object.__setattr__(self, name, v)`` in a custom __setattr__
         if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
             fv = _wrap_func(tx, raw)
-            return fv if instance is None else BoundMethodValue(fv, instance)
+            return fv if instance is None else kinds.BoundMethodValue(fv, instance)
         if owner is dict and name == "fromkeys":
             from ..containers.containers import dict_fromkeys
             from ..stdlib.common import _StdCallable
@@ -152,7 +148,6 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
 
 
 def _fold_class_method(bound, args, kwargs) -> Value:
-    from ..builder import wrap_constant_result
     from ..containers.containers import unwrap_constants
     a, k = unwrap_constants(args, kwargs, what=f"{bound.__qualname__}()")
     try:
@@ -164,7 +159,6 @@ def _fold_class_method(bound, args, kwargs) -> Value:
 
 
 def _wrap_func(tx, fn) -> Value:
-    from ..builder import wrap
     return wrap(tx.ctx, fn, None)
 
 
@@ -174,7 +168,6 @@ def _descriptor_func(tx, desc: Value, owner: type, fn, attr: str) -> Value:
     identity, read (and guarded) through the descriptor where it is made
     per call with its class."""
     if desc.source is not None and _per_call_member(tx, owner):
-        from ..builder import wrap
         return wrap(tx.ctx, fn, AttrSource(desc.source, attr))
     return ConstantValue(None) if fn is None else _wrap_func(tx, fn)
 
@@ -209,7 +202,6 @@ class ClassValue(Value):
     def lookup(self, tx, name):
         """Raw class attribute, consulting pending writes on this class and
         its bases (in MRO order)."""
-        from ..builder import wrap
         for klass in self.cls.__mro__:
             kv = wrap(tx.ctx, klass, None) if klass is not self.cls else self
             if isinstance(kv, ClassValue) and name in kv.attrs:
@@ -254,12 +246,10 @@ class ClassValue(Value):
 
     def _meta_attr(self, tx, raw, name):
         """An attribute found on the metaclass, bound to this class."""
-        from ..builder import wrap
-        from ..functions.functions import BoundMethodValue
         if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
             return _wrap_func(tx, raw.fget).call(tx, [self], {})
         if isinstance(raw, types.FunctionType):
-            return BoundMethodValue(_wrap_func(tx, raw), self)
+            return kinds.BoundMethodValue(_wrap_func(tx, raw), self)
         if type(raw).__name__ in ("getset_descriptor", "member_descriptor") and self.attrs == {}:
             # a C slot of the class object (``__mro__``, ``__bases__``, ``__doc__``): read it
             value = raw.__get__(self.cls, type(self.cls))
@@ -287,8 +277,7 @@ class ClassValue(Value):
         if cls in RULES:
             return RULES[cls](tx, *args, **kwargs)
         if issubclass(cls, BaseException):
-            from ..functions.exceptions import make_exception
-            return make_exception(tx, self, args, kwargs)
+            return kinds.make_exception(tx, self, args, kwargs)
         if cls.__module__ == "builtins":
             return fold_call(cls, args, kwargs)
         import torch
@@ -313,7 +302,6 @@ class ClassValue(Value):
 
 
 def _make_namedtuple(cls, args, kwargs):
-    from ..containers.containers import TupleValue
     try:
         bound = inspect.signature(cls).bind(*args, **kwargs)
     except TypeError as e:
@@ -323,26 +311,23 @@ def _make_namedtuple(cls, args, kwargs):
         if name in bound.arguments:
             items.append(bound.arguments[name])
         else:
-            from ..builder import wrap_constant_result
             items.append(wrap_constant_result(cls._field_defaults[name]))
-    return TupleValue(items, cls=cls)
+    return kinds.TupleValue(items, cls=cls)
 
 
 def _make_size(tx, args, kwargs):
     """``torch.Size(iterable)``: a tuple of ints (symbolic ones stay so)."""
     import torch
-    from ..containers.containers import TupleValue
-    from ..tensors.symbolic import SymbolicNumberValue
     if kwargs or len(args) > 1:
         raise Unsupported("torch.Size() with unusual arguments")
     items = tx.iterate(args[0]) if args else []
     for v in items:
-        ok = isinstance(v, SymbolicNumberValue) or (isinstance(v, ConstantValue) and type(v.value) is int)
+        ok = isinstance(v, kinds.SymbolicNumberValue) or (isinstance(v, ConstantValue) and type(v.value) is int)
         if not ok:
             raise Unsupported(f"torch.Size() of {v}")
     if all(isinstance(v, ConstantValue) for v in items):
         return ConstantValue(torch.Size([v.value for v in items]))
-    return TupleValue(items, cls=torch.Size)
+    return kinds.TupleValue(items, cls=torch.Size)
 
 
 def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool = True) -> "ObjectValue":
@@ -392,16 +377,14 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool
         fn = new_raw.__func__ if isinstance(new_raw, staticmethod) else new_raw
         if not isinstance(fn, types.FunctionType):
             raise Unsupported(f"creating an instance of {cls.__qualname__}, whose __new__ is not Python")
-        from ..functions.functions import UserFunctionValue
         src = ItemSource(AttrSource(class_source(new_owner, tx.ctx), "__dict__"), "__new__")
         if isinstance(new_raw, staticmethod):
             src = AttrSource(src, "__func__")
         if _per_call_member(tx, new_owner):
-            from ..builder import wrap
             new_fn = wrap(tx.ctx, fn, src)
         else:
             tx.ctx.guards.add(Guard(Kind.ID_MATCH, src, fn))
-            new_fn = UserFunctionValue(fn, src)
+            new_fn = kinds.UserFunctionValue(fn, src)
         obj = new_fn.call(tx, [cls_value, *args], dict(kwargs))
         if not (isinstance(obj, ObjectValue) and obj.is_new and issubclass(obj.cls, cls)):
             return obj  # __new__ returned something else: __init__ is not called
@@ -455,7 +438,6 @@ class ObjectValue(Value):
         return self.cls
 
     def _class_value(self, tx) -> ClassValue:
-        from ..builder import wrap
         return wrap(tx.ctx, self.cls, None)
 
     def _has_real_dict(self) -> bool:
@@ -471,7 +453,6 @@ class ObjectValue(Value):
             return _MISSING
         d = getattr(self.obj, "__dict__", None)
         if d is not None and name in d:
-            from ..builder import wrap
             raw, _ = find_class_attr(self.cls, name)
             # ``obj.name`` would run a data descriptor of the class: read the dict
             src = ItemSource(AttrSource(self.source, "__dict__"), name) if _is_data_descriptor(raw) \
@@ -489,7 +470,6 @@ class ObjectValue(Value):
             return v
         if self.is_new:
             raise user_error(AttributeError, f"{self.cls.__name__!r} object has no attribute {name!r}")
-        from ..builder import wrap
         try:
             real = getattr(self.obj, name)
         except AttributeError:
@@ -545,8 +525,7 @@ class ObjectValue(Value):
         """``object.__setattr__``: data descriptors first, then the instance dict."""
         cls_value = self._class_value(tx)
         if name == "__dict__":
-            from ..containers.containers import DictValue
-            if not isinstance(value, DictValue):
+            if not isinstance(value, kinds.DictValue):
                 raise Unsupported("assigning a non-dict to __dict__")
             self.attrs = value.items   # shared: writes through either side show in both
             self.dict_value = value
@@ -618,8 +597,7 @@ class ObjectValue(Value):
         """The one Value of this object's own instance dict."""
         d = self.__dict__.get("_instance_dict")
         if d is None:
-            from .instance_dict import InstanceDictValue
-            d = self._instance_dict = InstanceDictValue(self)
+            d = self._instance_dict = kinds.InstanceDictValue(self)
         return d
 
     def forget(self, name: str) -> None:
@@ -654,8 +632,7 @@ class ObjectValue(Value):
         if raw is _MISSING or raw is None:
             return None
         if pending:
-            from ..functions.functions import BoundMethodValue
-            return BoundMethodValue(raw, self)
+            return kinds.BoundMethodValue(raw, self)
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)) or \
                 isinstance(getattr(type(raw), "__get__", None), types.FunctionType):
             return bind_attr(tx, raw, owner, name, self, cls_value)
@@ -758,11 +735,10 @@ class ObjectValue(Value):
     def _rebuild_prefix(self, out, helper, names) -> None:
         """``helper(cls, names, (attribute values...), ...``: the start of
         every rebuild call (the caller pushes its own further operands)."""
-        from .class_def import made_class_value
         out.instr("PUSH_NULL")
         out.load_const(helper)
         from .per_call_classes import emit_class
-        made = made_class_value(self.cls)
+        made = kinds.made_class_value(self.cls)
         if made is not None:   # a class made in the frame: rebuilt per call, as eager makes it
             out.reconstruct(made)
         elif not emit_class(out, self.cls, getattr(self, "cls_value", None)):
@@ -779,6 +755,8 @@ class ObjectValue(Value):
 
 from .builtin_subclasses import (_DICT_READ_METHODS, _DICT_TYPES, _dict_backed, _new_instance,  # noqa: E402
                                  _new_tuple_instance, _seq_backed, dict_contents)
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 class _BaseNew(Value):
     """``object.__new__`` / ``dict.__new__`` reached through super() in a
@@ -831,13 +809,12 @@ class SuperValue(Value):
                     return _BaseNew(None if raw is object.__new__ else
                                     (dict if raw is dict.__new__ else _collections.OrderedDict))
                 import torch
-                from ..nn.modules import ModuleValue
                 from ..nn.user_module_construction import ModuleUnderConstruction
                 if klass is torch.nn.Module and isinstance(self.obj, ModuleUnderConstruction):
                     return self.obj.super_attr(tx, name)
-                if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, ModuleValue):
+                if raw is torch.nn.Module.__getattr__ and isinstance(self.obj, kinds.ModuleValue):
                     return _ModuleMember(self.obj)
-                if isinstance(self.obj, ModuleValue) and klass is torch.nn.Module:
+                if isinstance(self.obj, kinds.ModuleValue) and klass is torch.nn.Module:
                     from ..nn.modules import _MEMBER_METHODS, _MemberIterMethod
                     if name == "__call__":
                         return _ModuleStandardCall(self.obj)
@@ -852,17 +829,14 @@ class SuperValue(Value):
                     return _BoundGeneric(self.obj, "get")
                 if raw is object.__delattr__ and isinstance(self.obj, ObjectValue):
                     return _BoundGeneric(self.obj, "del")
-                from ..builder import wrap
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
-                    from ..containers.containers import BoundContainerMethod
-                    return BoundContainerMethod(inst.contents, name)
+                    return kinds.BoundContainerMethod(inst.contents, name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
-                    from ..containers.containers import BoundContainerMethod
-                    return BoundContainerMethod(dict_contents(tx, inst), name)
+                    return kinds.BoundContainerMethod(dict_contents(tx, inst), name)
                 return bind_attr(tx, raw, klass, name, inst, cls_value)
         raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
 
@@ -948,7 +922,6 @@ def wrap_object(ctx, obj, source):
     from .per_call_classes import statement_of
     if statement_of(type(obj)) is not None:
         # an instance of a class made per call: its class guarded as such
-        from ..builder import wrap
         value = ObjectValue(obj, source)
         value.cls_value = wrap(ctx, type(obj), AttrSource(source, "__class__"))
         return value

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ItemSource, Source
+from ..builder import wrap
+from .. import kinds
 
 #: classes made by a class statement of a compiled frame -> the code object
 #: of that statement's body
@@ -108,7 +110,6 @@ def _state(ctx) -> dict:
 def wrap_per_call_class(ctx, cls: type, source: Source | None):
     """The Value of ``cls``, a class made per call by a class statement, read
     from ``source``: guarded by what the trace relies on (module doc)."""
-    from .objects import ClassValue
     if source is None:
         raise Unsupported(f"the class {cls.__qualname__}, made per call by a class statement, reached "
                           "without a source")
@@ -121,7 +122,7 @@ def wrap_per_call_class(ctx, cls: type, source: Source | None):
             add(Guard(Kind.CONSTANT_MATCH, AttrSource(source, name), getattr(cls, name)))
     add(Guard(Kind.DICT_KEYS, AttrSource(source, "__dict__"), list(cls.__dict__)))
     add(Guard(Kind.LEN_MATCH, AttrSource(source, "__bases__"), len(cls.__bases__)))
-    value = ClassValue(cls, source)
+    value = kinds.ClassValue(cls, source)
     state = _state(ctx)
     for other, other_value in state.values():
         if other is not cls and statement_of(other) is body:
@@ -129,7 +130,6 @@ def wrap_per_call_class(ctx, cls: type, source: Source | None):
             add(Guard(Kind.DISTINCT, None, [other_value.source, source]))
     state[id(cls)] = (cls, value)
     ctx.value_cache[id(cls)] = (cls, value)   # (before the bases: a base never reaches back)
-    from ..builder import wrap
     for i, b in enumerate(cls.__bases__):
         wrap(ctx, b, ItemSource(AttrSource(source, "__bases__"), i))
     return value

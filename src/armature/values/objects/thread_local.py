@@ -17,6 +17,7 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource
 from ..base import Value
+from ..builder import wrap
 
 
 class ThreadLocalValue(Value):
@@ -28,7 +29,6 @@ class ThreadLocalValue(Value):
         return type(self.obj)
 
     def getattr(self, tx, name):
-        from ..builder import wrap
         if self.source is None:
             raise Unsupported("a threading.local() object without a source")
         if name == "__class__":

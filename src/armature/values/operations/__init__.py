@@ -4,10 +4,12 @@
 (``strings``), and ``str()``/``repr()``/``format()`` of objects
 (``formatting``).
 
-These sit above the value kinds they operate on: at module level they may
-import the core and any of ``containers``, ``tensors``, ``numpy``,
-``functions`` and ``stdlib`` (``builtins`` registers the rules of stdlib's C
-functions by importing it).  Nothing below may import this package at
-module level.  Nothing is imported here: importing the package costs
-nothing.
+These sit above the value kinds they operate on.  May import at module
+level: the core (``values.base``, ``values.constant``, ``values.builder``,
+``values.kinds``) and ``containers``, ``functions``, ``tensors``, ``numpy``
+and ``stdlib`` (``builtins`` imports ``stdlib`` so that every stdlib C
+function's rule is in ``builtins.RULES`` before anything is wrapped).  Of the
+packages below, only ``stdlib`` imports this one at module level (its
+modules add those rules); the others reach it inside functions.  This
+``__init__`` imports nothing, so importing the package costs nothing.
 """

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ..base import CallableConstantValue, Value, concrete, get_attribute, realize
-from ..constant import ConstantValue
+from ..constant import ConstantValue, ConstantMethodValue
 from ..containers.containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
 
 RULES: dict[object, Callable] = {}
@@ -78,7 +78,6 @@ def fold_call(fn, args, kwargs) -> Value:
                           "a C function armature does not know",
                           hint="if it is pure, compute it outside the compiled function")
     from ..containers.containers import unwrap_constants
-    from ..builder import wrap_constant_result
     a, k = unwrap_constants(args, kwargs, what=f"{getattr(fn, '__name__', fn)}()")
     try:
         result = fn(*a, **k)
@@ -96,11 +95,9 @@ def _tensor_scalar_rule(kind):
     """``int(t)`` / ``float(t)`` of a one-element tensor: a graph node when
     config.capture_scalar_outputs is on (else a graph break)."""
     def handler(tx, *args, **kwargs):
-        from ..base import realize
-        from ..tensors.tensor import TensorValue
         if len(args) == 1 and not kwargs:
             v = realize(tx.ctx, args[0])
-            if isinstance(v, TensorValue):
+            if isinstance(v, kinds.TensorValue):
                 return v.scalar(tx, kind)
         return fold_call(kind, args, kwargs)
     return handler
@@ -112,15 +109,12 @@ RULES[float] = _tensor_scalar_rule(float)
 
 @rule(len)
 def _len(tx, obj):
-    from ..base import realize
-    from ..containers.containers import LazyListValue
     obj = realize(tx.ctx, obj)
-    if isinstance(obj, LazyListValue):
+    if isinstance(obj, kinds.LazyListValue):
         n = obj.symbolic_length()
         if n is not None:
             return n
-    from ..tensors.tensor import TensorValue
-    if isinstance(obj, TensorValue):
+    if isinstance(obj, kinds.TensorValue):
         return obj.symbolic_length(tx)
     return ConstantValue(obj.length(tx))
 
@@ -132,11 +126,9 @@ def _format_rule(fmt):
     dunder = "__str__" if fmt is str else "__repr__"
 
     def handler(tx, *args, **kwargs):
-        from ..base import realize
-        from ..functions.exceptions import ExceptionValue
         if len(args) == 1 and not kwargs:
             v = realize(tx.ctx, args[0])
-            if isinstance(v, ExceptionValue):
+            if isinstance(v, kinds.ExceptionValue):
                 owner = next(k for k in v.cls.__mro__ if dunder in k.__dict__)
                 if owner.__module__ != "builtins":
                     raise Unsupported(f"{fmt.__name__}() of {v.cls.__qualname__}, which defines {dunder}")
@@ -225,10 +217,8 @@ def _vars(tx, *args):
         return _frame_locals.locals_dict(tx, "vars()")
     if len(args) != 1:
         raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
-    from ..base import realize
-    from ..objects.objects import ObjectValue
     obj = realize(tx.ctx, args[0])
-    if not isinstance(obj, ObjectValue):
+    if not isinstance(obj, kinds.ObjectValue):
         raise Unsupported(f"vars() of {obj}")
     try:
         return obj.getattr(tx, "__dict__")
@@ -271,7 +261,6 @@ def _issubclass(tx, cls, classinfo):
 def _type(tx, obj, *rest):
     if rest:
         raise Unsupported("type() with three arguments")
-    from ..builder import wrap
     t = obj.python_type()
     return wrap(tx.ctx, t, None)
 
@@ -341,10 +330,10 @@ def _tuple(tx, iterable=None):
 
 @rule(set)
 def _set(tx, iterable=None):
-    from ..containers.containers import SetValue, _key
+    from ..containers.containers import _key
     from ..containers import set_order
-    s = SetValue(set())
-    if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
+    s = kinds.SetValue(set())
+    if isinstance(iterable, kinds.SetValue):   # (no iteration order leaks into a set)
         s.items = set(iterable.items)
         s.recipe = set_order.derived(("new_from", set_order.snapshot(tx, iterable)))
     elif iterable is not None:
@@ -355,17 +344,17 @@ def _set(tx, iterable=None):
 
 @rule(frozenset)
 def _frozenset(tx, iterable=None):
-    from ..containers.containers import SetValue, _key
+    from ..containers.containers import _key
     from ..containers.keys import has_value_keys
     from ..containers import set_order
     snap = None if iterable is None else set_order.snapshot(tx, iterable)
-    if isinstance(iterable, SetValue):   # (no iteration order leaks into a set)
+    if isinstance(iterable, kinds.SetValue):   # (no iteration order leaks into a set)
         keys = frozenset(iterable.items)
     else:
         keys = frozenset() if iterable is None else frozenset(_key(v, tx) for v in tx.iterate(iterable))
     if not has_value_keys(keys):
         return ConstantValue(keys)
-    out = SetValue(keys, cls=frozenset)
+    out = kinds.SetValue(keys, cls=frozenset)
     out.recipe = set_order.derived(("new_from", snap))
     return out
 
@@ -407,13 +396,11 @@ def _reduce_minmax(tx, fn, args, kwargs):
 def _symbolic(tx, fn, args, kwargs):
     """``fn(*args)`` kept symbolic, or None (the caller specialises the
     arguments and folds)."""
-    from ..base import realize
     from ..tensors.symbolic import symbolic_call
     return None if kwargs else symbolic_call(tx.ctx, fn, [realize(tx.ctx, a) for a in args])
 
 
 def _concrete_all(tx, args, kwargs):
-    from ..base import concrete
     return [concrete(tx, a) for a in args], {k: concrete(tx, v) for k, v in kwargs.items()}
 
 
@@ -442,11 +429,9 @@ def _sum(tx, iterable, start=ConstantValue(0)):
 
 @rule(abs)
 def _abs(tx, x):
-    from ..base import realize
-    from ..tensors.tensor import TensorValue, graph_call
     x = realize(tx.ctx, x)
-    if isinstance(x, TensorValue):
-        return graph_call(tx, "call_function", operator.abs, [x], {})
+    if isinstance(x, kinds.TensorValue):
+        return kinds.graph_call(tx, "call_function", operator.abs, [x], {})
     return _symbolic(tx, abs, [x], {}) or fold_call(abs, *_concrete_all(tx, [x], {}))
 
 
@@ -483,12 +468,9 @@ def _any(tx, iterable):
 def _callable(tx, obj):
     if obj.is_python_constant():
         return ConstantValue(callable(obj.as_python_constant()))
-    from ..functions.functions import _Function, BoundMethodValue
+    from ..functions.functions import _Function
     from ..containers.containers import _Sequence
-    from ..constant import ConstantMethodValue
-    from ..containers.containers import BoundContainerMethod
-    from ..tensors.tensor import TensorMethodValue
-    if isinstance(obj, (_Function, BoundMethodValue, ConstantMethodValue, BoundContainerMethod, TensorMethodValue)):
+    if isinstance(obj, (_Function, kinds.BoundMethodValue, ConstantMethodValue, kinds.BoundContainerMethod, kinds.TensorMethodValue)):
         return ConstantValue(True)   # (methods: ``callable(x.sum)``)
     if isinstance(obj, (_Sequence, DictValue)) and obj.python_type() in (list, tuple, dict):
         return ConstantValue(False)
@@ -607,18 +589,16 @@ def _id(tx, obj):
 def _new_cell(tx, *args):
     """``types.CellType()`` / ``CellType(v)``: a resume function's MAKE_CELL
     (codegen/resume.py) makes its cells this way."""
-    from ..functions.functions import CellValue
     if len(args) > 1:
         raise user_error(TypeError, f"cell expected at most 1 argument, got {len(args)}")
-    return CellValue(args[0]) if args else CellValue()
+    return kinds.CellValue(args[0]) if args else kinds.CellValue()
 
 
 @rule(super)
 def _super(tx, *args):
-    from ..objects.objects import SuperValue
     if len(args) == 2:
         start = args[0].as_python_constant()
-        return SuperValue(start, realize(tx.ctx, args[1]))
+        return kinds.SuperValue(start, realize(tx.ctx, args[1]))
     if args:
         raise Unsupported("super() with one argument")
     # zero-argument form: the compiler's __class__ cell and the first argument
@@ -632,7 +612,7 @@ def _super(tx, *args):
         obj = tx.cells[first].get(tx, first)
     else:
         obj = tx.load_local(first)
-    return SuperValue(start, realize(tx.ctx, obj))
+    return kinds.SuperValue(start, realize(tx.ctx, obj))
 
 
 from .. import stdlib as _stdlib  # noqa: E402,F401  (registers the stdlib modules' rules, lazy zip/map/...)
@@ -692,7 +672,6 @@ def _logger_is_enabled_for(tx, logger, level):
     the real answer, guarded by asking again, so a disabled log call costs
     a guard instead of graph breaks in logging's locks."""
     from ...guards.guard import Guard, Kind
-    from ..base import realize
     logger = realize(tx.ctx, logger)
     real = getattr(logger, "obj", None)
     if getattr(logger, "is_new", True) or not isinstance(real, _logging.Logger) or not level.is_python_constant():
@@ -711,19 +690,18 @@ def _logger_is_enabled_for(tx, logger, level):
 def _signature(tx, obj, *args, **kwargs):
     """inspect.signature of a function that existed before the frame: the
     real Signature, a constant (the function itself is identity-guarded)."""
-    from ..functions.functions import BoundMethodValue, NestedFunctionValue, UserFunctionValue
     real = None
-    if isinstance(obj, UserFunctionValue):
+    if isinstance(obj, kinds.UserFunctionValue):
         real = obj.fn
-    elif isinstance(obj, BoundMethodValue) and isinstance(obj.func, UserFunctionValue):
+    elif isinstance(obj, kinds.BoundMethodValue) and isinstance(obj.func, kinds.UserFunctionValue):
         real = obj.func.fn
-    elif isinstance(obj, NestedFunctionValue):
+    elif isinstance(obj, kinds.NestedFunctionValue):
         real = obj.signature_stand_in(tx)
     if real is None:
         raise Unsupported(f"inspect.signature() of {obj}")
     a, k = [x.as_python_constant() for x in args], {n: v.as_python_constant() for n, v in kwargs.items()}
     sig = _inspect.signature(real, *a, **k)
-    if isinstance(obj, BoundMethodValue):  # drop the bound first parameter, as for a method
+    if isinstance(obj, kinds.BoundMethodValue):  # drop the bound first parameter, as for a method
         params = list(sig.parameters.values())[1:]
         sig = sig.replace(parameters=params)
     return ConstantValue(sig)
@@ -732,6 +710,8 @@ def _signature(tx, obj, *args, **kwargs):
 from ..tensors import cuda_queries as _cuda_queries  # noqa: E402
 from ..tensors import state_queries as _state_queries  # noqa: E402
 from . import strings as _strings  # noqa: E402
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 _strings.register(RULES)
 

@@ -14,6 +14,8 @@ import types
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 _DUNDER = {"str": "__str__", "repr": "__repr__"}
 
@@ -50,9 +52,7 @@ _RECURSION_GUARDS = _recursion_guard_codes()
 
 
 def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
-    from ..builder import wrap
-    from ..objects.objects import wrap_class_attr
-    fv = wrap_class_attr(tx, value.python_type(), name, raw, owner)
+    fv = kinds.wrap_class_attr(tx, value.python_type(), name, raw, owner)
     inner = getattr(raw, "__wrapped__", None)
     if raw.__code__ in _RECURSION_GUARDS and isinstance(inner, types.FunctionType):
         from ...guards.sources import AttrSource
@@ -64,8 +64,7 @@ def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
 
 
 def _is_user_object(value) -> bool:
-    from ..objects.objects import ObjectValue
-    return isinstance(value, ObjectValue) and type(value.cls) is type and \
+    return isinstance(value, kinds.ObjectValue) and type(value.cls) is type and \
         not isinstance(getattr(value, "obj", None), BaseException)
 
 

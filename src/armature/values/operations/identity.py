@@ -32,8 +32,9 @@ import weakref
 
 from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
-from ..base import LazyValue, Value, realize
+from ..base import LazyValue, Value, realize, CallableConstantValue
 from ..constant import ConstantValue
+from .. import kinds
 
 _HINT = ("identity of objects made in the frame (or of tensors) is known while tracing only as "
          "'same object or not'; compare ids or use them as keys inside the compiled function, "
@@ -100,21 +101,17 @@ def _fixed_object(v: Value):
     (it has a source), or a builtin/torch function or module the trace
     trusts without one (read from torch's or the builtins' namespace), or
     NOT_FIXED."""
-    from ..base import CallableConstantValue
-    from ..functions.functions import UserFunctionValue
-    from ..objects.objects import ClassValue
-    from ..tensors.torch_ops import PythonModuleValue
     if isinstance(v, CallableConstantValue):
         return v.fn
-    if isinstance(v, PythonModuleValue):
+    if isinstance(v, kinds.PythonModuleValue):
         return v.module
     if isinstance(v, ConstantValue) and not isinstance(v, KnownId) and _unique_constant(v.value):
         return v.value
     if v.source is None:
         return NOT_FIXED
-    if isinstance(v, ClassValue):
+    if isinstance(v, kinds.ClassValue):
         return v.cls
-    if isinstance(v, UserFunctionValue):
+    if isinstance(v, kinds.UserFunctionValue):
         return v.fn
     return NOT_FIXED
 
@@ -132,8 +129,7 @@ def _unique_constant(value) -> bool:
 def id_of(tx, obj: Value) -> Value:
     """The ``id`` builtin."""
     obj = realize(tx.ctx, obj)
-    from ..tensors.symbolic import SymbolicNumberValue
-    if isinstance(obj, SymbolicNumberValue) or \
+    if isinstance(obj, kinds.SymbolicNumberValue) or \
             isinstance(obj, ConstantValue) and not isinstance(obj, KnownId) and not _unique_constant(obj.value):
         # numbers, strings, tuples: whether two equal ones are one object
         # depends on CPython's caches and on how they were computed
@@ -154,31 +150,28 @@ def _children(v: Value):
     """The Values ``v`` holds references to, as far as armature models them
     (an under-approximation: a holder not listed here only makes an object
     look dead, which makes a comparison Unsupported, never wrong)."""
-    from ..containers.containers import DictValue, IteratorValue, SetValue, _Sequence
-    from ..functions.exceptions import ExceptionValue
-    from ..functions.functions import BoundMethodValue, CellValue, NestedFunctionValue, RealCellValue
-    from ..functions.generators import GeneratorValue
+    from ..containers.containers import _Sequence
     from ..containers.keys import key_value
     if isinstance(v, _Sequence):
         return list(v.items)
-    if isinstance(v, DictValue):
+    if isinstance(v, kinds.DictValue):
         return [key_value(k) for k in v.items] + list(v.items.values())
-    if isinstance(v, SetValue):
+    if isinstance(v, kinds.SetValue):
         return [key_value(k) for k in v.items]
-    if isinstance(v, CellValue):
-        return [] if v.contents is CellValue.EMPTY else [v.contents]
-    if isinstance(v, RealCellValue):
+    if isinstance(v, kinds.CellValue):
+        return [] if v.contents is kinds.CellValue.EMPTY else [v.contents]
+    if isinstance(v, kinds.RealCellValue):
         return [v.pending] if isinstance(v.pending, Value) else []
-    if isinstance(v, NestedFunctionValue):
+    if isinstance(v, kinds.NestedFunctionValue):
         out = list(v.closure) + [d for d in (v._defaults, v._kwdefaults, v.dict_value, v.annotations) if d is not None]
         return out + list(v.assigned.values())
-    if isinstance(v, BoundMethodValue):
+    if isinstance(v, kinds.BoundMethodValue):
         return [v.func, v.obj]
-    if isinstance(v, GeneratorValue):
+    if isinstance(v, kinds.GeneratorValue):
         return [] if v.done else _frame_roots(v.frame)
-    if isinstance(v, IteratorValue):
+    if isinstance(v, kinds.IteratorValue):
         return list(v.items[v.index:]) + ([v.seq] if getattr(v, "seq", None) is not None else [])
-    if isinstance(v, ExceptionValue):
+    if isinstance(v, kinds.ExceptionValue):
         return list(v.args)
     return []
 

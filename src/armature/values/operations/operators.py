@@ -18,6 +18,8 @@ from ..containers.containers import DictValue, ListValue, TupleValue, _Sequence,
 from ..numpy import ndarray as numpy_ops
 from ..numpy import is_ndarray_value
 from ..tensors.tensor import TensorValue, graph_call
+from ..builder import wrap_constant_result
+from .. import kinds
 
 _INPLACE = frozenset(INPLACE_TO_BINARY)
 _SET_OPS = (operator.or_, operator.and_, operator.sub, operator.xor)
@@ -64,8 +66,7 @@ def _not_implemented(v: Value) -> bool:
 
 
 def _call_dunder(tx, obj, name, *args):
-    from ..objects.objects import ObjectValue
-    if not isinstance(obj, ObjectValue):
+    if not isinstance(obj, kinds.ObjectValue):
         return None
     m = obj.dunder(tx, name)
     if m is None:
@@ -104,37 +105,33 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         return numpy_ops.binary(tx, op, a, b)
-    from ..containers.containers import DictViewValue
-    if isinstance(a, DictViewValue):
+    if isinstance(a, kinds.DictViewValue):
         return a.binary(tx, INPLACE_TO_BINARY.get(op, op), b, False)
-    if isinstance(b, DictViewValue):
+    if isinstance(b, kinds.DictViewValue):
         return b.binary(tx, op, a, True)
-    from ..containers.containers import SetValue
-    if isinstance(a, SetValue) and isinstance(b, SetValue) and not (a.is_python_constant() and b.is_python_constant()):
+    if isinstance(a, kinds.SetValue) and isinstance(b, kinds.SetValue) and not (a.is_python_constant() and b.is_python_constant()):
         return a.binary(tx, op, b)
-    from ..objects.objects import ObjectValue
-    if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
+    if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
         return _object_binary(tx, op, a, b)
-    from ..tensors.symbolic import SymbolicNumberValue
-    if isinstance(a, SymbolicNumberValue) or isinstance(b, SymbolicNumberValue):
-        out = a.binary(tx, op, b, False) if isinstance(a, SymbolicNumberValue) else None
-        if out is None and isinstance(b, SymbolicNumberValue) and not isinstance(a, TensorValue):
+    if isinstance(a, kinds.SymbolicNumberValue) or isinstance(b, kinds.SymbolicNumberValue):
+        out = a.binary(tx, op, b, False) if isinstance(a, kinds.SymbolicNumberValue) else None
+        if out is None and isinstance(b, kinds.SymbolicNumberValue) and not isinstance(a, TensorValue):
             out = b.binary(tx, op, a, True)
         if out is not None:
             return out
         from ..tensors.symbolic import as_graph_input
-        if isinstance(a, SymbolicNumberValue):
+        if isinstance(a, kinds.SymbolicNumberValue):
             t = as_graph_input(tx, a, b, op)
             if t is not None:
                 return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [t, b], {})
-        if isinstance(b, SymbolicNumberValue):
+        if isinstance(b, kinds.SymbolicNumberValue):
             t = as_graph_input(tx, b, a, op)
             if t is not None:
                 if op in _INPLACE and isinstance(a, TensorValue):
                     graph_call(tx, "call_function", op, [a, t], {})
                     return a
                 return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, t], {})
-        dynamic = [v for v in (a, b) if isinstance(v, SymbolicNumberValue) and v.sym is not None]
+        dynamic = [v for v in (a, b) if isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None]
         if not (dynamic and (isinstance(a, TensorValue) or isinstance(b, TensorValue))):
             a, b = concrete(tx, a), concrete(tx, b)   # (a dynamic int meets a tensor as a SymInt)
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
@@ -143,7 +140,6 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             return a
         return graph_call(tx, "call_function", INPLACE_TO_BINARY.get(op, op), [a, b], {})
     if isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
-        from ..builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.value, b.value))
     base = INPLACE_TO_BINARY.get(op, op)
     if isinstance(a, _Sequence) and isinstance(b, _Sequence) and base is operator.add:
@@ -174,8 +170,7 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             a.method(tx, "update", [b], {})
             return a
         return DictValue({**a.items, **b.items})
-    from ..containers.containers import SetValue
-    if isinstance(a, SetValue) and base in _SET_OPS:
+    if isinstance(a, kinds.SetValue) and base in _SET_OPS:
         other = b.as_python_constant()
         if not isinstance(other, (set, frozenset)):
             raise user_error(TypeError, f"unsupported operand type(s) for {base.__name__}: 'set' and "
@@ -185,9 +180,8 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
             op(a.items, other)
             a.recipe = None   # (a constant operand's own table is not modelled)
             return a
-        return SetValue(base(a.items, other))
+        return kinds.SetValue(base(a.items, other))
     if is_constant_tree(a) and is_constant_tree(b):
-        from ..builder import wrap_constant_result
         return wrap_constant_result(_fold(op, a.as_python_constant(), b.as_python_constant()))
     if base is operator.mod:
         from .strings import percent_format   # ("%(k)s" % {"k": v})
@@ -197,7 +191,6 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     ca, cb = _specialize_tree(tx, a), _specialize_tree(tx, b)
     if (ca is not a or cb is not b) and is_constant_tree(ca) and is_constant_tree(cb):
         # symbolic numbers inside (``size[:-1] + (self.nf,)``): use their values
-        from ..builder import wrap_constant_result
         return wrap_constant_result(_fold(op, ca.as_python_constant(), cb.as_python_constant()))
     raise Unsupported(f"operator {getattr(base, '__name__', base)} on {a} and {b}")
 
@@ -240,8 +233,7 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
     a = concrete(tx, a)
     if is_ndarray_value(a):
         return numpy_ops.unary(tx, op, a)
-    from ..objects.objects import ObjectValue
-    if isinstance(a, ObjectValue) and op is not operator.not_:
+    if isinstance(a, kinds.ObjectValue) and op is not operator.not_:
         name = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}[op]
         res = _call_dunder(tx, a, name)
         if res is None:
@@ -260,9 +252,9 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
 
 
 def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
-    from ..tensors.symbolic import SymbolicNumberValue, symbolic_compare
+    from ..tensors.symbolic import symbolic_compare
     ra, rb = realize(tx.ctx, a), realize(tx.ctx, b)
-    if isinstance(ra, SymbolicNumberValue) or isinstance(rb, SymbolicNumberValue):
+    if isinstance(ra, kinds.SymbolicNumberValue) or isinstance(rb, kinds.SymbolicNumberValue):
         res = symbolic_compare(tx.ctx, op, ra, rb)
         if res is not None:
             return res
@@ -273,8 +265,7 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
     ids = compare_ids(tx, op, a, b)   # (id(a) == id(b))
     if ids is not None:
         return ids
-    from ..objects.objects import ObjectValue
-    if isinstance(a, ObjectValue) or isinstance(b, ObjectValue):
+    if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
         name, rname = _COMPARE_DUNDERS[op]
         res = _call_dunder(tx, a, name, b)
         if res is None:
@@ -303,8 +294,8 @@ def is_same(tx, a: Value, b: Value) -> bool:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b:
         return True
-    from ..nn.modules import ModuleValue, is_generic_module_source
-    if any(isinstance(v, ModuleValue) and v.source is not None and is_generic_module_source(tx.ctx, v.source)
+    from ..nn.modules import is_generic_module_source
+    if any(isinstance(v, kinds.ModuleValue) and v.source is not None and is_generic_module_source(tx.ctx, v.source)
            for v in (a, b)):
         # a module guarded by type only (one entry for every instance): that
         # it is not the other object must be guarded
@@ -313,11 +304,10 @@ def is_same(tx, a: Value, b: Value) -> bool:
                               "made in the frame")
         tx.ctx.guards.add(Guard(Kind.DISTINCT, None, [a.source, b.source]))
         return False
-    from ..objects.instance_dict import InstanceDictValue
     for x, y in ((a, b), (b, a)):
-        if isinstance(x, InstanceDictValue):
+        if isinstance(x, kinds.InstanceDictValue):
             # ``obj.__dict__`` is not wrapped once like other real objects
-            if isinstance(y, InstanceDictValue):
+            if isinstance(y, kinds.InstanceDictValue):
                 return x._live() is y._live()
             if issubclass(y.python_type(), dict):
                 raise Unsupported("`is` between an instance __dict__ and another dict")
@@ -325,10 +315,8 @@ def is_same(tx, a: Value, b: Value) -> bool:
     ca, cb = a.is_python_constant(), b.is_python_constant()
     if ca and cb and isinstance(a, ConstantValue) and isinstance(b, ConstantValue):
         return a.value is b.value
-    from ..containers.containers import ListValue, SetValue
-    from ..objects.objects import ObjectValue
-    if isinstance(a, (ListValue, DictValue, SetValue, ObjectValue)) or \
-            isinstance(b, (ListValue, DictValue, SetValue, ObjectValue)):
+    if isinstance(a, (kinds.ListValue, DictValue, kinds.SetValue, kinds.ObjectValue)) or \
+            isinstance(b, (kinds.ListValue, DictValue, kinds.SetValue, kinds.ObjectValue)):
         _guard_distinct_inputs(tx, a, b)
         return False  # distinct Values of mutable objects are distinct objects
     if ca and cb:
@@ -338,9 +326,8 @@ def is_same(tx, a: Value, b: Value) -> bool:
     if ca != cb:
         # a constant str/bytes/number is never an object of another type
         c, other = (a, b) if ca else (b, a)
-        from ..tensors.symbolic import SymbolicNumberValue
         if isinstance(c, ConstantValue) and type(c.value) in (int, float, bool, str, bytes, complex) \
-                and not isinstance(other, SymbolicNumberValue) and other.python_type() is not type(c.value):
+                and not isinstance(other, kinds.SymbolicNumberValue) and other.python_type() is not type(c.value):
             return False
     if not ca and not cb:
         _guard_distinct_inputs(tx, a, b)
@@ -367,11 +354,9 @@ def values_equal(tx, a: Value, b: Value) -> bool:
     ids = compare_ids(tx, operator.eq, a, b)   # (id(a) in [id(b), ...])
     if ids is not None:
         return ids.value
-    from ..containers.containers import DictViewValue
-    from ..objects.instance_dict import InstanceDictValue
-    if isinstance(a, (DictViewValue, InstanceDictValue)):
+    if isinstance(a, (kinds.DictViewValue, kinds.InstanceDictValue)):
         return a.equals(tx, b)
-    if isinstance(b, (DictViewValue, InstanceDictValue)):
+    if isinstance(b, (kinds.DictViewValue, kinds.InstanceDictValue)):
         return b.equals(tx, a)
     if a.is_python_constant() and b.is_python_constant():
         return bool(_fold(operator.eq, a.as_python_constant(), b.as_python_constant()))
@@ -392,15 +377,13 @@ def values_equal(tx, a: Value, b: Value) -> bool:
 
 def contains(tx, item: Value, container: Value) -> bool:
     item, container = concrete(tx, item), realize(tx.ctx, container)
-    from ..containers.containers import SetValue
-    if isinstance(container, (DictValue, SetValue)):
+    if isinstance(container, (DictValue, kinds.SetValue)):
         return container.method(tx, "__contains__", [item], {}).value
     if isinstance(container, _Sequence):
         return any(values_equal(tx, item, x) for x in container.items)
     if hasattr(container, "contains"):
         return container.contains(tx, item)
-    from ..objects.objects import ObjectValue
-    if isinstance(container, ObjectValue):
+    if isinstance(container, kinds.ObjectValue):
         m = container.dunder(tx, "__contains__")
         if m is not None:
             return m.call(tx, [item], {}).truth(tx)
@@ -409,8 +392,7 @@ def contains(tx, item: Value, container: Value) -> bool:
         return bool(_fold(operator.contains, container.value, item.as_python_constant()))
     if isinstance(container, TensorValue):
         raise Unsupported("`in` on a tensor depends on its data")
-    from ..nn.modules import ModuleValue
-    if isinstance(container, ModuleValue):
+    if isinstance(container, kinds.ModuleValue):
         return container.contains(tx, item)
     raise Unsupported(f"`in` on {container}")
 
@@ -422,6 +404,5 @@ def getitem(tx, obj: Value, index: Value) -> Value:
     if hasattr(obj, "getitem"):
         return obj.getitem(tx, index)
     if isinstance(obj, ConstantValue):
-        from ..builder import wrap_constant_result
         return wrap_constant_result(_fold(operator.getitem, obj.value, index.as_python_constant()))
     raise Unsupported(f"indexing {obj}")

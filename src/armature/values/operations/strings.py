@@ -18,6 +18,8 @@ import operator
 
 from ..base import Value, concrete, realize
 from ..constant import ConstantValue
+from ..builder import wrap_constant_result
+from .. import kinds
 
 #: (type of the constant, method) -> positions of the arguments that are
 #: iterables consumed whole before anything else happens
@@ -30,11 +32,10 @@ _ITERABLE_ARGS = {
 def _drained(tx, v: Value) -> Value:
     """``v`` as a tuple of its items (the iteration is traced), unless it is
     already a constant."""
-    from ..containers.containers import TupleValue
     v = realize(tx.ctx, v)
     if v.is_python_constant():
         return v
-    return TupleValue([concrete(tx, i) for i in tx.iterate(v)])
+    return kinds.TupleValue([concrete(tx, i) for i in tx.iterate(v)])
 
 
 def method_arguments(tx, obj, name: str, args: list[Value]) -> list[Value]:
@@ -59,16 +60,15 @@ def _join_rule(kind: type):
 def _plain_constant(tx, v: Value):
     """The real object for a ``%`` right operand that holds only constants
     (symbolic numbers specialised), or ``_NOT_PLAIN``."""
-    from ..containers.containers import DictValue, ListValue, TupleValue
     v = concrete(tx, v)
     if isinstance(v, ConstantValue):
         return v.value
-    if isinstance(v, TupleValue) and v.cls is tuple or type(v) is ListValue:
+    if isinstance(v, kinds.TupleValue) and v.cls is tuple or type(v) is kinds.ListValue:
         items = [_plain_constant(tx, i) for i in v.items]
         if any(i is _NOT_PLAIN for i in items):
             return _NOT_PLAIN
-        return tuple(items) if isinstance(v, TupleValue) else items
-    if type(v) is DictValue and v.cls is dict and v.is_python_constant():
+        return tuple(items) if isinstance(v, kinds.TupleValue) else items
+    if type(v) is kinds.DictValue and v.cls is dict and v.is_python_constant():
         out = {}
         for k, item in v.items.items():
             value = _plain_constant(tx, item)
@@ -91,7 +91,6 @@ def percent_format(tx, fmt: Value, args: Value) -> Value | None:
     real = _plain_constant(tx, args)
     if real is _NOT_PLAIN:
         return None
-    from ..builder import wrap_constant_result
     from .operators import _fold
     return wrap_constant_result(_fold(operator.mod, fmt.value, real))
 

@@ -7,14 +7,13 @@ import abc
 
 from ...diagnostics.errors import Unsupported
 from .common import _std_function
+from .. import kinds
 
 
 def _abstractmethod(tx, fn):
-    from ..objects.class_def import DecoratedFunctionValue
-    from ..functions.functions import NestedFunctionValue
-    if not isinstance(fn, NestedFunctionValue):
+    if not isinstance(fn, kinds.NestedFunctionValue):
         raise Unsupported(f"abc.abstractmethod({fn}) outside a class statement of the frame")
-    return DecoratedFunctionValue(abc.abstractmethod, fn)
+    return kinds.DecoratedFunctionValue(abc.abstractmethod, fn)
 
 
 _std_function(abc.abstractmethod, _abstractmethod)

@@ -18,6 +18,7 @@ from ..containers.keys import emit_key, key_value
 from .common import (_TYPE_HANDLERS, _callable, _guard, _index, _is_none, _iter, _next, _std_class,
                      _wrap)
 from .itertools import LazyIterator
+from .. import kinds
 
 
 def _refuse_outside_mutation(value: Value, what: str):
@@ -305,8 +306,7 @@ class DequeValue(Value):
         return i
 
     def getitem(self, tx, index):
-        from ..containers.containers import SliceValue
-        if isinstance(index, SliceValue):
+        if isinstance(index, kinds.SliceValue):
             raise user_error(TypeError, "sequence index must be integer, not 'slice'")
         return self.items[self._norm_index(index)]
 

@@ -16,6 +16,7 @@ from .collections import OrderedDictValue
 from .common import _SCALAR_TYPES, _guard, _r, _register_object, _std_function, _wrap
 from .enum import EnumMemberValue
 from .namedtuple import NamedTupleValue
+from .. import kinds
 
 
 class FieldValue(ConstantValue):
@@ -97,14 +98,13 @@ def _replace(tx, obj, *args, **changes):
 
 def _deepcopy_leaf(tx, v: Value) -> Value:
     """``copy.deepcopy`` of a non-container leaf, where it is exact."""
-    from ..tensors.tensor import TensorValue, graph_call
     if isinstance(v, EnumMemberValue):
         return v
     if isinstance(v, ConstantValue) and (type(v.value) in _SCALAR_TYPES or type(v.value) in (range, slice)):
         return v
     if isinstance(v, ConstantValue) and type(v.value) is tuple and all(type(i) in _SCALAR_TYPES for i in v.value):
         return v
-    if isinstance(v, TensorValue):
+    if isinstance(v, kinds.TensorValue):
         fake = v.fake
         # deepcopy copies the whole storage and keeps strides/offset; it makes a
         # leaf (requires_grad kept) and copies .grad and attributes.  A clone is
@@ -112,7 +112,7 @@ def _deepcopy_leaf(tx, v: Value) -> Value:
         if v.source is None and type(fake).__name__ in ("FakeTensor", "Tensor") and not fake.requires_grad \
                 and fake.is_contiguous() and fake.storage_offset() == 0 \
                 and fake.untyped_storage().nbytes() == fake.numel() * fake.element_size():
-            return graph_call(tx, "call_method", "clone", [v], {})
+            return kinds.graph_call(tx, "call_method", "clone", [v], {})
         raise Unsupported("copy.deepcopy of a tensor inside dataclasses.asdict/astuple",
                           hint="deepcopy keeps storage, strides, requires_grad and .grad; "
                                "this frame runs eagerly")

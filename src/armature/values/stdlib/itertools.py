@@ -14,6 +14,7 @@ from ..constant import ConstantValue
 from ..containers.containers import IteratorValue, TupleValue
 from .common import (MAX_MATERIALIZE, _StdCallable, _const, _index, _is_none, _iter, _next,
                      _no_kwargs, _r, _std_class)
+from .. import kinds
 
 
 class LazyIterator(IteratorValue):
@@ -514,8 +515,7 @@ def _count(tx, start=None, step=None, **kwargs):
             if not isinstance(v.value, numbers.Number):
                 raise user_error(TypeError, "a number is required")
         elif not isinstance(v, ConstantValue):
-            from ..tensors.tensor import TensorValue
-            if not isinstance(v, TensorValue):
+            if not isinstance(v, kinds.TensorValue):
                 raise Unsupported(f"itertools.count() over {v}")
     return CountIterator(start, step)
 

@@ -5,8 +5,9 @@ and ops as graph nodes (``torch_ops``), tensor subclasses and
 ``autograd.Function``, autocast and inference mode, and the torch/CUDA
 state queries answered while tracing (``cuda_queries``, ``state_queries``).
 
-May import: the core (``values.base``, ``values.constant``,
-``values.kinds``) and each other at module level; other sub-packages only
-inside functions, and preferably through ``values.kinds``.  Nothing is
-imported here: importing the package costs nothing.
+May import at module level: the core only.  The core is ``values.base``,
+``values.constant``, ``values.builder`` (which imports the sub-packages only
+inside functions) and ``values.kinds``.  Anything else is reached inside a
+function, a value kind through ``values.kinds``.  This ``__init__`` imports
+nothing, so importing the package costs nothing.
 """

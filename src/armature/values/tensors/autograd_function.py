@@ -43,6 +43,8 @@ from ...diagnostics.errors import Unsupported, UserException
 from ...guards.sources import AttrSource, ItemSource
 from ..base import Value, concrete, realize
 from ..constant import ConstantValue
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 #: ``torch.autograd.Function.apply`` (a classmethod): the function the
 #: builder maps to ApplyValue
@@ -92,17 +94,16 @@ def _is_index_function(cls: type) -> bool:
 
 
 def apply_function(tx, cls: type, args: list[Value], kwargs: dict) -> Value:
-    from .tensor import TensorValue, graph_call
     if _is_index_function(cls) and len(args) == 2 and not kwargs:
-        return graph_call(tx, "call_function", torch.ops.aten.index, list(args), {})
+        return kinds.graph_call(tx, "call_function", torch.ops.aten.index, list(args), {})
     name = cls.__qualname__
     if kwargs:
         raise Unsupported(f"{name}.apply() with keyword arguments")
     layout: list = []        # per argument: None for a tensor, ("c", value) for a constant
-    tensors: list[TensorValue] = []
+    tensors: list[kinds.TensorValue] = []
     for a in args:
         a = realize(tx.ctx, a)
-        if isinstance(a, TensorValue):
+        if isinstance(a, kinds.TensorValue):
             layout.append(None)
             tensors.append(a)
             continue
@@ -115,7 +116,7 @@ def apply_function(tx, cls: type, args: list[Value], kwargs: dict) -> Value:
     if not tensors:
         raise Unsupported(f"{name}.apply() without tensor arguments")
     _speculate(tx, cls, layout, tensors)
-    return graph_call(tx, "call_function", FunctionCall(cls, tuple(layout)), list(tensors), {})
+    return kinds.graph_call(tx, "call_function", FunctionCall(cls, tuple(layout)), list(tensors), {})
 
 
 class FunctionCall:
@@ -187,8 +188,7 @@ def _speculate(tx, cls: type, layout: list, tensors: list) -> None:
         if setup:
             out = _inline(tx, sub, forward, forward_src, arg_values)
             setup_fn = _static_function(cls, "setup_context")
-            from ..containers.containers import TupleValue
-            _inline(tx, sub, *setup_fn, [ctx_v, TupleValue(list(arg_values)), out])
+            _inline(tx, sub, *setup_fn, [ctx_v, kinds.TupleValue(list(arg_values)), out])
         else:
             out = _inline(tx, sub, forward, forward_src, [ctx_v, *arg_values])
         outs = _tensor_outputs(out, name)
@@ -216,11 +216,10 @@ def _spread(layout, tensors):
 
 
 def _placeholder(sub, fake, label, placeholders):
-    from .tensor import TensorValue
     node = sub.graph.graph.placeholder(label)
     node.meta["val"] = node.meta["example_value"] = fake
     placeholders.append(node)
-    return TensorValue(node, fake)
+    return kinds.TensorValue(node, fake)
 
 
 def _sandbox_args(sub, layout, tensors):
@@ -234,13 +233,11 @@ def _sandbox_args(sub, layout, tensors):
 
 
 def _constant_value(v):
-    from ..builder import wrap_constant_result
     return wrap_constant_result(v)
 
 
 def _inline(tx, sub, fn, source, args: list) -> Value:
     from ...trace.inline import make_frame
-    from ..builder import wrap
     if tx.depth + 1 > sub.config.inline_depth_limit:
         raise Unsupported("custom autograd.Function too deep in the inlining stack")
     fn_v = wrap(sub, fn, source)
@@ -251,31 +248,27 @@ def _inline(tx, sub, fn, source, args: list) -> Value:
 
 
 def _tensor_outputs(out: Value, name: str) -> list:
-    from ..containers.containers import ListValue, TupleValue
-    from .tensor import TensorValue
-    if isinstance(out, ListValue) or isinstance(out, TupleValue) and out.cls is not tuple:
+    if isinstance(out, kinds.ListValue) or isinstance(out, kinds.TupleValue) and out.cls is not tuple:
         raise Unsupported(f"{name}.forward returns a {out.python_type().__name__}")
-    items = out.items if isinstance(out, TupleValue) else [out]
-    if not items or not all(isinstance(i, TensorValue) for i in items):
+    items = out.items if isinstance(out, kinds.TupleValue) else [out]
+    if not items or not all(isinstance(i, kinds.TensorValue) for i in items):
         raise Unsupported(f"{name}.forward returns something other than a tensor or a tuple of tensors")
     return list(items)
 
 
 def _check_gradients(result: Value, args: list, name: str) -> None:
-    from ..containers.containers import ListValue, TupleValue
-    from .tensor import TensorValue
-    grads = list(result.items) if isinstance(result, (TupleValue, ListValue)) else [result]
+    grads = list(result.items) if isinstance(result, (kinds.TupleValue, kinds.ListValue)) else [result]
     if len(grads) < len(args):
         raise Unsupported(f"{name}.backward returns {len(grads)} gradients for {len(args)} inputs")
     for i, g in enumerate(grads):
         none = isinstance(g, ConstantValue) and g.value is None
-        if i >= len(args) or not isinstance(args[i], TensorValue):
+        if i >= len(args) or not isinstance(args[i], kinds.TensorValue):
             if not none:
                 raise Unsupported(f"{name}.backward returns a gradient for the non-tensor input {i}")
             continue
         if none:
             continue
-        if not isinstance(g, TensorValue):
+        if not isinstance(g, kinds.TensorValue):
             raise Unsupported(f"{name}.backward returns {g} as gradient {i}")
         if tuple(g.fake.shape) != tuple(args[i].fake.shape):
             raise Unsupported(f"{name}.backward returns a gradient of shape {tuple(g.fake.shape)} for an input "
@@ -328,8 +321,7 @@ class FunctionCtxValue(Value):
         if name in ("saved_tensors", "saved_variables"):
             if not self.in_backward or self.saved is None:
                 raise Unsupported(f"ctx.{name} outside backward, or without save_for_backward")
-            from ..containers.containers import TupleValue
-            return TupleValue(list(self.saved))
+            return kinds.TupleValue(list(self.saved))
         if name in _CTX_METHODS:
             return _CtxMethod(self, name)
         raise Unsupported(f"ctx.{name} of a custom autograd.Function")
@@ -350,7 +342,6 @@ class _CtxMethod(Value):
         self.ctxv, self.name = ctxv, name
 
     def call(self, tx, args, kwargs):
-        from .tensor import TensorValue
         name = self.name
         if kwargs:
             raise Unsupported(f"ctx.{name}() with keyword arguments")
@@ -362,7 +353,7 @@ class _CtxMethod(Value):
                 raise Unsupported("ctx.set_materialize_grads(False): backward may get None gradients")
             return ConstantValue(None)
         for a in args:
-            if not (isinstance(a, TensorValue) or isinstance(a, ConstantValue) and a.value is None):
+            if not (isinstance(a, kinds.TensorValue) or isinstance(a, ConstantValue) and a.value is None):
                 raise Unsupported(f"ctx.{name}() of {a}")
         if name == "save_for_backward":
             if self.ctxv.in_backward:

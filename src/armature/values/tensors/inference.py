@@ -38,6 +38,7 @@ from ...diagnostics.errors import Unsupported
 from ..base import Value
 from ..constant import ConstantValue
 from .torch_ops import GradModeValue
+from .. import kinds
 
 INFERENCE = "inference"
 
@@ -197,8 +198,7 @@ def is_inference(tx, t) -> bool:
 
 
 def _made_in_region(ctx, v) -> bool:
-    from .tensor import TensorValue
-    if not isinstance(v, TensorValue):
+    if not isinstance(v, kinds.TensorValue):
         return False
     kind, what = resolve(v.node)
     return kind == "made" and what
@@ -211,14 +211,13 @@ def check_op(tx, kind: str, target, args, kwargs) -> None:
     if ctx.inference_enabled:
         return
     from ...graph.output_graph import _is_mutation
-    from .tensor import TensorValue
     if _is_mutation(kind, target, kwargs):
         mutated = kwargs.get("out") if "out" in kwargs else (args[0] if args else None)
         if mutated is not None and _made_in_region(ctx, mutated):
             raise Unsupported("an in-place update of an inference tensor outside inference mode",
                               hint="it runs natively, where torch raises as in eager")
     if ctx.graph_grad_enabled:
-        tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, TensorValue)]
+        tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, kinds.TensorValue)]
         if any(v.fake.requires_grad for v in tensors) and any(_made_in_region(ctx, v) for v in tensors):
             raise Unsupported("an inference tensor used by an op that autograd records",
                               hint="it runs natively, where torch raises as in eager if the op saves it")

@@ -21,6 +21,7 @@ import torch
 from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ..constant import ConstantValue
+from ..base import concrete
 
 
 def _query(read, label: str):
@@ -53,7 +54,6 @@ def _allow_mutation_on_saved_tensors() -> bool:
 def _intern(tx, *args, **kwargs):
     """``sys.intern(s)`` of a string known while tracing: the string (its
     identity is not observable through the trace's constants)."""
-    from ..base import concrete
     if len(args) != 1 or kwargs:
         raise Unsupported("sys.intern() with other than one argument")
     s = concrete(tx, args[0])

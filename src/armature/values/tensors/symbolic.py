@@ -36,6 +36,7 @@ from ...guards.guard import Guard, Kind
 from ...guards.sources import Source
 from ..base import Value
 from ..constant import ConstantValue
+from .. import kinds
 
 _BINOPS = {
     operator.add: ("+", BinaryOp.ADD), operator.sub: ("-", BinaryOp.SUBTRACT),
@@ -269,11 +270,10 @@ def as_graph_input(tx, number: "SymbolicNumberValue", other, op):
     such a 0-d operand never changes the result dtype, and its value is
     converted to the tensor's dtype exactly as a Python scalar is.  Returns
     None where that would not be exactly eager's arithmetic."""
-    from .tensor import TensorValue
     if number.sym is not None:
         return None   # a dynamic int is a SymInt argument of the op itself
     base = _INPLACE.get(op, op)
-    if base not in _ARITHMETIC or not isinstance(other, TensorValue) or not other.fake.is_floating_point() \
+    if base not in _ARITHMETIC or not isinstance(other, kinds.TensorValue) or not other.fake.is_floating_point() \
             or other.fake.dim() == 0:
         return None   # (a 0-d tensor with a 0-d float64 operand would promote to float64)
     if type(number.example) is bool:
@@ -288,7 +288,7 @@ def as_graph_input(tx, number: "SymbolicNumberValue", other, op):
     src = ScalarTensorSource(number.source, dtype)
     real = torch.tensor(number.example, dtype=dtype)
     node, fake = tx.ctx.graph.add_input(real, src)
-    return TensorValue(node, fake, source=None)
+    return kinds.TensorValue(node, fake, source=None)
 
 
 def _sym_operand(v: Value):

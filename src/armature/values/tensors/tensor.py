@@ -14,8 +14,10 @@ import torch
 import torch.fx
 
 from ...diagnostics.errors import Unsupported
-from ..base import Value
+from ..base import Value, LazyValue, concrete, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 # Attributes that are plain metadata of the (guarded) tensor.
 META_ATTRS = frozenset({
@@ -98,13 +100,11 @@ class TensorValue(Value):
             if self.source is None:
                 return ConstantValue(None) if fake.grad is None else _unsupported_attr(name)
             from ...guards.sources import AttrSource
-            from ..builder import wrap
             real = _real_of(tx, self)
             return wrap(tx.ctx, real.grad, AttrSource(self.source, "grad"))
         if name in ("data",):
             return graph_call(tx, "call_method", "detach", [self], {})
         if name == "__class__":   # (the tensor's guards fix its class)
-            from ..builder import wrap
             return wrap(tx.ctx, self.cls, None)
         attr = getattr(torch.Tensor, name, None)
         if attr is None:
@@ -157,7 +157,6 @@ class TensorValue(Value):
         return graph_call(tx, "call_method", "item", [self], {})
 
     def to_list(self, tx) -> Value:
-        from ..containers.containers import ListValue
         if self.fake.dim() == 0:
             return self.scalar(tx)
         n = self.fake.shape[0]
@@ -166,7 +165,7 @@ class TensorValue(Value):
                               hint="without fullgraph the frame is split here (a graph break); keep the values "
                                    "in a tensor, or call tolist() outside the compiled function")
         rows = [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {}) for i in range(n)]
-        return ListValue([r.to_list(tx) for r in rows])
+        return kinds.ListValue([r.to_list(tx) for r in rows])
 
     def truth(self, tx):
         raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
@@ -264,12 +263,9 @@ def _is_inplace_method(name: str) -> bool:
 
 def to_graph_arg(v: Value) -> tuple[Any, Any]:
     """(node-side argument, fake-side argument) for a Value passed to an op."""
-    from ..containers.containers import DictValue, ListValue, SliceValue, TupleValue
-    from ..base import LazyValue
     if type(v) is LazyValue:
         v = v.realize()
-    from .symbolic import SymbolicNumberValue
-    if isinstance(v, SymbolicNumberValue):
+    if isinstance(v, kinds.SymbolicNumberValue):
         if v.sym is not None:          # dynamic: a SymInt node of the graph
             return v.as_node(), v.sym
         v = v.specialize()             # lazily guarded: the graph is specialised on it
@@ -277,20 +273,19 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
         return v.node, v.fake
     if isinstance(v, ConstantValue):
         return v.value, v.value
-    if isinstance(v, (TupleValue, ListValue)):
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
         pairs = [to_graph_arg(i) for i in v.items]
-        kind = tuple if isinstance(v, TupleValue) and v.cls in (tuple, torch.Size) else list
-        if isinstance(v, TupleValue) and v.cls not in (tuple, torch.Size):
+        kind = tuple if isinstance(v, kinds.TupleValue) and v.cls in (tuple, torch.Size) else list
+        if isinstance(v, kinds.TupleValue) and v.cls not in (tuple, torch.Size):
             raise Unsupported(f"passing a {v.cls.__name__} to a torch op")
         return kind(p[0] for p in pairs), kind(p[1] for p in pairs)
-    if isinstance(v, SliceValue):
+    if isinstance(v, kinds.SliceValue):
         parts = [to_graph_arg(i) for i in (v.start, v.stop, v.step)]
         return slice(*(p[0] for p in parts)), slice(*(p[1] for p in parts))
-    if isinstance(v, DictValue):
+    if isinstance(v, kinds.DictValue):
         pairs = {k: to_graph_arg(i) for k, i in v.items.items()}
         return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
-    from ..nn.modules import ModuleValue
-    if isinstance(v, ModuleValue):
+    if isinstance(v, kinds.ModuleValue):
         raise Unsupported("passing an nn.Module to a torch function")
     raise Unsupported(f"passing {v} to a torch op")
 
@@ -298,16 +293,13 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
 def _specialized(tx, v: Value) -> Value:
     """Lazily guarded numbers inside an op's arguments take their (guarded)
     value: the graph is specialised on them.  Dynamic ones stay SymInts."""
-    from ..base import concrete, realize
-    from ..containers.containers import ListValue, TupleValue
-    from .symbolic import SymbolicNumberValue
     v = realize(tx.ctx, v)
-    if not (isinstance(v, SymbolicNumberValue) and v.sym is not None):
+    if not (isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None):
         v = concrete(tx, v)
-    if isinstance(v, TupleValue):
-        return TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
-    if type(v) is ListValue:
-        return ListValue([_specialized(tx, i) for i in v.items])
+    if isinstance(v, kinds.TupleValue):
+        return kinds.TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
+    if type(v) is kinds.ListValue:
+        return kinds.ListValue([_specialized(tx, i) for i in v.items])
     return v
 
 
@@ -315,7 +307,6 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
     """Add one op to the graph and wrap what it returns (after offering it
     to an active TorchFunctionMode or overriding tensor subclass)."""
     from . import torch_function
-    from ..base import realize
     args = [realize(tx.ctx, a) for a in args]   # (wrapping an input may be what reveals a subclass)
     kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
     if torch_function.possible(tx.ctx):
@@ -360,7 +351,6 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
 
 def _as_subclass(tx, args, kwargs) -> Value:
     from . import torch_function
-    from ..base import realize
     t = realize(tx.ctx, args[0])
     cls = args[1] if len(args) > 1 else kwargs.get("cls")
     if not isinstance(t, TensorValue) or cls is None or not realize(tx.ctx, cls).is_python_constant():
@@ -378,10 +368,9 @@ def _is_state_function(target, args: list[Value], kwargs: dict[str, Value]) -> b
 
 
 def _holds_tensor(v: Value) -> bool:
-    from ..containers.containers import ListValue, TupleValue
     if isinstance(v, TensorValue):
         return True
-    return isinstance(v, (ListValue, TupleValue)) and any(_holds_tensor(i) for i in v.items)
+    return isinstance(v, (kinds.ListValue, kinds.TupleValue)) and any(_holds_tensor(i) for i in v.items)
 
 
 def _check_state_query(target) -> None:
@@ -439,18 +428,15 @@ def _guard_global_query(tx, fn, args, kwargs, result) -> None:
 
 
 def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
-    from ..containers.containers import TupleValue, ListValue
     if isinstance(example, torch.Tensor):
         return TensorValue(node, example)
     if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):
-        from .symbolic import sym_value
-        return sym_value(tx.ctx, example, lambda: node)
+        return kinds.sym_value(tx.ctx, example, lambda: node)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.SymInt) for e in example) and \
             not any(isinstance(e, torch.Tensor) for e in example):
-        from .symbolic import sym_value
-        items = [sym_value(tx.ctx, e, _getitem_node(tx, node, i, e)) for i, e in enumerate(example)]
+        items = [kinds.sym_value(tx.ctx, e, _getitem_node(tx, node, i, e)) for i, e in enumerate(example)]
         cls = type(example)
-        return ListValue(items) if cls is list else TupleValue(items, cls=cls)
+        return kinds.ListValue(items) if cls is list else kinds.TupleValue(items, cls=cls)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
         items = []
         graph = tx.ctx.graph
@@ -463,8 +449,8 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
             else:
                 items.append(_constant_or_fail(e, node))
         if isinstance(example, list):
-            return ListValue(items)
-        return TupleValue(items, cls=type(example))  # tuple, namedtuple or torch.return_types
+            return kinds.ListValue(items)
+        return kinds.TupleValue(items, cls=type(example))  # tuple, namedtuple or torch.return_types
     # A non-tensor result (e.g. a torch.Size, a bool from torch.is_floating_point):
     # it is fully determined by guarded metadata, so fold it.  A None result
     # may be a mutation (setitem, an out= op): that node stays.
@@ -488,9 +474,8 @@ def shape_value(ctx, t: TensorValue) -> Value:
     sizes = t.fake.size()
     if not any(isinstance(s, torch.SymInt) for s in sizes):
         return ConstantValue(torch.Size([int(s) for s in sizes]))
-    from ..containers.containers import TupleValue
     from .symbolic import size_value
-    return TupleValue([size_value(ctx, t, d) for d in range(len(sizes))], cls=torch.Size)
+    return kinds.TupleValue([size_value(ctx, t, d) for d in range(len(sizes))], cls=torch.Size)
 
 
 def size_value(ctx, t: TensorValue, dim: int) -> Value:
@@ -501,16 +486,14 @@ def size_value(ctx, t: TensorValue, dim: int) -> Value:
 def meta_result(ctx, t: TensorValue, name: str, args, result) -> Value:
     """The answer of a metadata method (``numel()``, ``stride()``...): a
     constant, or dynamic numbers computed by a ``call_method`` node."""
-    from .symbolic import sym_value
     if isinstance(result, (torch.SymInt, torch.SymBool)):
-        return sym_value(ctx, result, lambda: ctx.graph.create_node(
+        return kinds.sym_value(ctx, result, lambda: ctx.graph.create_node(
             "call_method", name, (t.node, *args), {}, lambda: result)[0])
     if isinstance(result, tuple) and any(isinstance(r, torch.SymInt) for r in result):
-        from ..containers.containers import TupleValue
         items = []
         for i, r in enumerate(result):
-            items.append(sym_value(ctx, r, _meta_item_node(ctx, t, name, args, i, r)))
-        return TupleValue(items, cls=type(result))
+            items.append(kinds.sym_value(ctx, r, _meta_item_node(ctx, t, name, args, i, r)))
+        return kinds.TupleValue(items, cls=type(result))
     if isinstance(result, torch.Size):
         return ConstantValue(torch.Size([int(r) for r in result]))
     return ConstantValue(result)

@@ -18,7 +18,10 @@ from __future__ import annotations
 import torch
 
 from ...diagnostics.errors import Unsupported
-from ..base import Value
+from ..base import Value, realize
+from ..builder import wrap
+from ..constant import ConstantValue
+from .. import kinds
 
 #: classes whose attributes are torch's own (TensorValue.tensor_attribute)
 TORCH_OWNERS = frozenset({torch.Tensor, torch._C.TensorBase, torch.nn.Parameter, object})
@@ -58,7 +61,6 @@ def _torch_defines(name: str) -> bool:
 
 
 def _class_value(tx, cls):
-    from ..builder import wrap
     return wrap(tx.ctx, cls, None)
 
 
@@ -66,7 +68,6 @@ def _real_instance_attribute(tx, t, name: str) -> Value | None:
     if t.source is None:
         return None
     from ...guards.sources import AttrSource
-    from ..builder import wrap
     from .tensor import _real_of
     real = _real_of(tx, t)
     d = getattr(real, "__dict__", None)
@@ -80,13 +81,11 @@ def set_python_attribute(tx, t, name: str, value: Value) -> None:
     torch's own attributes are not modelled; anything else is a Python
     attribute of the tensor object."""
     from ...effects import AttrStore
-    from ..base import realize
     raw, owner = _class_attribute(t.cls, name)
     if isinstance(raw, property):
         if raw.fset is None:
             from ...diagnostics.errors import user_error
             raise user_error(AttributeError, f"property {name!r} of {t.cls.__name__!r} object has no setter")
-        from ..builder import wrap
         wrap(tx.ctx, raw.fset, None).call(tx, [t, value], {})
         return
     if owner is not None and not isinstance(raw, (property,)) and hasattr(raw, "__set__"):
@@ -109,14 +108,12 @@ def _set_grad(tx, t, value: Value) -> None:
     graph (the same object eager would store)."""
     from ...diagnostics.errors import user_error
     from ...effects import AttrStore
-    from ..constant import ConstantValue
-    from .tensor import TensorValue
     if t.source is None:
         raise Unsupported("setting .grad of a tensor made inside the compiled function",
                           hint="without fullgraph the frame is split here (a graph break)")
     if isinstance(value, ConstantValue) and value.value is None:
         pass
-    elif isinstance(value, TensorValue):
+    elif isinstance(value, kinds.TensorValue):
         g, f = value.fake, t.fake
         if g.dtype != f.dtype or g.device != f.device:
             raise user_error(RuntimeError, "attempting to assign a gradient with a different dtype or device "

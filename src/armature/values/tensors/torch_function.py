@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from ...diagnostics.errors import Unsupported, user_error
-from ..base import CallableConstantValue, Value
+from ..base import CallableConstantValue, Value, get_attribute, realize
 from ..constant import ConstantValue
 
 DEFAULT_IMPL = torch.Tensor.__torch_function__.__func__
@@ -123,7 +123,6 @@ class TorchFunctionState:
     @property
     def modes(self) -> list[Value]:
         if self._modes is None:
-            from ..builder import wrap
             self._modes = [wrap(self.ctx, torch._C._get_function_stack_at(i), ModeSource(i))
                            for i in range(self.entry_depth)]
         return self._modes
@@ -151,6 +150,8 @@ def possible(ctx) -> bool:
 
 from ...guards.sources import Source  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from ..builder import wrap
+from .. import kinds
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,6 @@ def public_func(kind: str, target: Any, args: list[Value]):
     """(func, args) as torch would offer them to ``__torch_function__`` for
     an op the trace records as (kind, target, args); None when the op is
     not overridable."""
-    from .tensor import TensorValue
     if kind == "call_method":
         func = getattr(torch.Tensor, target, None)
         return (func, args) if func is not None else None
@@ -251,7 +251,7 @@ def public_func(kind: str, target: Any, args: list[Value]):
         name = args[1].as_python_constant()
         return getter(name), args[:1]
     if isinstance(target, types.BuiltinFunctionType) and getattr(target, "__module__", None) == "_operator":
-        reflected = len(args) == 2 and not isinstance(args[0], TensorValue) and isinstance(args[1], TensorValue) \
+        reflected = len(args) == 2 and not isinstance(args[0], kinds.TensorValue) and isinstance(args[1], kinds.TensorValue) \
             and target not in (operator.getitem, operator.setitem)
         func = OPERATOR_FUNCS.get((target, reflected))
         if func is None:
@@ -275,13 +275,11 @@ def overloaded_args(args, kwargs) -> list:
     """Tensor values whose classes override ``__torch_function__``, in
     torch's order: one per class, a subclass before its bases, otherwise
     in argument order (lists and tuples are looked into)."""
-    from ..containers.containers import ListValue, TupleValue
-    from .tensor import TensorValue
     out: list = []
     seen: set = set()
 
     def visit(v):
-        if isinstance(v, TensorValue):
+        if isinstance(v, kinds.TensorValue):
             cls = v.cls
             if cls in seen or not has_torch_function(cls):
                 return
@@ -292,7 +290,7 @@ def overloaded_args(args, kwargs) -> list:
                     index = i
                     break
             out.insert(index, v)
-        elif isinstance(v, (ListValue, TupleValue)):
+        elif isinstance(v, (kinds.ListValue, kinds.TupleValue)):
             for i in v.items:
                 visit(i)
 
@@ -307,7 +305,6 @@ def dispatch(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Va
     st = state(tx.ctx)
     if st.all_off:
         return None
-    from ..base import realize
     args = [realize(tx.ctx, a) for a in args]
     kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
     overloaded = overloaded_args(args, kwargs) if st.subclasses_active() else []
@@ -330,14 +327,12 @@ def _not_overridable() -> frozenset:
 
 
 def call_torch_function(tx, func, args, kwargs, overloaded, mode: bool) -> Value:
-    from ..builder import wrap
-    from ..containers.containers import DictValue, TupleValue
     ctx = tx.ctx
     st = state(ctx)
     func_v = wrap_func(ctx, func)
-    types_v = TupleValue([wrap(ctx, v.cls, None) for v in overloaded])
-    args_v = TupleValue(list(args))
-    kwargs_v = DictValue(dict(kwargs))
+    types_v = kinds.TupleValue([wrap(ctx, v.cls, None) for v in overloaded])
+    args_v = kinds.TupleValue(list(args))
+    kwargs_v = kinds.DictValue(dict(kwargs))
     if mode:
         top = st.modes.pop()
         try:
@@ -362,9 +357,7 @@ def _is_not_implemented(v: Value) -> bool:
 def impl_value(tx, cls: type) -> Value:
     """``cls.__torch_function__`` bound to cls (it is a classmethod), with
     torch's own implementations modelled."""
-    from ..builder import wrap
-    from ..functions.functions import BoundMethodValue
-    from ..objects.objects import find_class_attr, wrap_class_attr
+    from ..objects.objects import find_class_attr
     raw, owner = find_class_attr(cls, "__torch_function__")
     fn = raw.__func__ if isinstance(raw, classmethod) else raw
     cls_v = wrap(tx.ctx, cls, None)
@@ -374,11 +367,11 @@ def impl_value(tx, cls: type) -> Value:
         return DisabledImplValue()
     if not isinstance(raw, classmethod):
         raise Unsupported(f"{cls.__qualname__}.__torch_function__ is not a classmethod")
-    wrap_class_attr(tx, cls, "__torch_function__", raw, owner)   # (guards it)
+    kinds.wrap_class_attr(tx, cls, "__torch_function__", raw, owner)   # (guards it)
     from ...guards.sources import AttrSource, ItemSource
     from ..objects.objects import class_source
     src = AttrSource(ItemSource(AttrSource(class_source(owner), "__dict__"), "__torch_function__"), "__func__")
-    return BoundMethodValue(wrap(tx.ctx, fn, src), cls_v)
+    return kinds.BoundMethodValue(wrap(tx.ctx, fn, src), cls_v)
 
 
 def wrap_func(ctx, func) -> Value:
@@ -386,7 +379,6 @@ def wrap_func(ctx, func) -> Value:
     (with dispatch as torch would do it) and comparable to torch's objects."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
         return GetterValue(func)
-    from ..builder import wrap
     return wrap(ctx, func, None)
 
 
@@ -394,7 +386,6 @@ class GetterValue(CallableConstantValue):
     """``Tensor.<attr>.__get__``: reading the attribute."""
 
     def call(self, tx, args, kwargs):
-        from ..base import get_attribute
         if len(args) != 1 or kwargs:
             raise Unsupported("calling a tensor attribute getter with other than one argument")
         return get_attribute(tx, args[0], self.fn.__self__.__name__)
@@ -410,13 +401,11 @@ def _unpack_tf_args(args, kwargs):
 
 
 def _call_func(tx, func_v, args_v, kwargs_v) -> Value:
-    from ..base import realize
-    from ..containers.containers import DictValue
     args = [] if args_v is None else tx.iterate(realize(tx.ctx, args_v))
     kw = {}
     if kwargs_v is not None:
         kwargs_v = realize(tx.ctx, kwargs_v)
-        if isinstance(kwargs_v, DictValue):
+        if isinstance(kwargs_v, kinds.DictValue):
             kw = dict(kwargs_v.items)
         elif not (kwargs_v.is_python_constant() and kwargs_v.as_python_constant() is None):
             raise Unsupported(f"__torch_function__ kwargs {kwargs_v}")
@@ -483,31 +472,27 @@ class DefaultImplValue(Value):
 def convert(tx, ret: Value, cls: type) -> Value:
     """torch's ``_convert``: tensors that are not already ``cls`` become
     ``ret.as_subclass(cls)``; lists and tuples element by element."""
-    from ..base import realize
-    from ..containers.containers import ListValue, TupleValue
-    from .tensor import TensorValue
     if cls is torch.Tensor:
         return ret
     ret = realize(tx.ctx, ret)
-    if isinstance(ret, TensorValue):
+    if isinstance(ret, kinds.TensorValue):
         return ret if issubclass(ret.cls, cls) else as_subclass(tx, ret, cls)
-    if isinstance(ret, TupleValue) and ret.cls is tuple:
-        return TupleValue([convert(tx, i, cls) for i in ret.items])
-    if type(ret) is ListValue:
-        return ListValue([convert(tx, i, cls) for i in ret.items])
+    if isinstance(ret, kinds.TupleValue) and ret.cls is tuple:
+        return kinds.TupleValue([convert(tx, i, cls) for i in ret.items])
+    if type(ret) is kinds.ListValue:
+        return kinds.ListValue([convert(tx, i, cls) for i in ret.items])
     return ret
 
 
 def as_subclass(tx, t, cls: type):
     """``t.as_subclass(cls)``: the same graph node, seen as another class
     (an alias of the same data; the graph has plain tensors only)."""
-    from .tensor import TensorValue
     if not (isinstance(cls, type) and issubclass(cls, torch.Tensor)):
         raise user_error(TypeError, "as_subclass() argument 'cls' must be a subclass of torch.Tensor")
     check_input_class(cls)
     if has_torch_dispatch(cls):
         raise Unsupported(f"as_subclass to the __torch_dispatch__ subclass {cls.__qualname__}")
-    out = TensorValue(t.node, t.fake, cls=cls)
+    out = kinds.TensorValue(t.node, t.fake, cls=cls)
     if cls is not torch.Tensor:
         state(tx.ctx).used = True
     return out
@@ -516,8 +501,6 @@ def as_subclass(tx, t, cls: type):
 def make_subclass(tx, args, kwargs) -> Value:
     """``torch.Tensor._make_subclass(cls, data, require_grad=False)``: a new
     tensor of ``cls`` sharing data's memory, detached from its history."""
-    from ..base import realize
-    from .tensor import TensorValue, graph_call
     names = ("cls", "data", "require_grad")
     bound = dict(zip(names, args))
     bound.update(kwargs)
@@ -525,13 +508,13 @@ def make_subclass(tx, args, kwargs) -> Value:
     data = realize(tx.ctx, bound["data"])
     rg = bound.get("require_grad", ConstantValue(False))
     rg = bool(realize(tx.ctx, rg).as_python_constant())
-    if not isinstance(data, TensorValue):
+    if not isinstance(data, kinds.TensorValue):
         raise Unsupported(f"torch.Tensor._make_subclass of {data}")
     if rg and tx.ctx.grad_enabled:
         raise Unsupported("torch.Tensor._make_subclass(..., require_grad=True) makes a new autograd leaf, "
                           "which a graph cannot return", hint="the call runs as Python (a graph break)")
     with subclasses_off(tx.ctx):
-        detached = graph_call(tx, "call_method", "detach", [data], {})
+        detached = kinds.graph_call(tx, "call_method", "detach", [data], {})
     return as_subclass(tx, detached, cls)
 
 
@@ -539,25 +522,21 @@ def construct_subclass(tx, cls_v, args, kwargs) -> Value:
     """``MySubclass(...)``: its ``__new__`` (user code, usually calling
     ``_make_subclass`` or ``as_subclass``), then its ``__init__`` when the
     result is an instance, as ``type.__call__`` does."""
-    from ..base import realize
-    from ..functions.functions import BoundMethodValue
-    from ..objects.objects import find_class_attr, wrap_class_attr
-    from .tensor import TensorValue
+    from ..objects.objects import find_class_attr
     cls = cls_v.cls
     raw_new, owner = find_class_attr(cls, "__new__")
     fn = raw_new.__func__ if isinstance(raw_new, staticmethod) else raw_new
     if not isinstance(fn, types.FunctionType):
         raise Unsupported(f"constructing the tensor subclass {cls.__qualname__} without a Python __new__")
-    new_v = wrap_class_attr(tx, cls, "__new__", raw_new, owner)
+    new_v = kinds.wrap_class_attr(tx, cls, "__new__", raw_new, owner)
     if isinstance(raw_new, staticmethod):
-        from ..builder import wrap
         new_v = wrap(tx.ctx, fn, None)
     obj = realize(tx.ctx, new_v.call(tx, [cls_v, *args], kwargs))
-    if isinstance(obj, TensorValue) and issubclass(obj.cls, cls):
+    if isinstance(obj, kinds.TensorValue) and issubclass(obj.cls, cls):
         raw_init, init_owner = find_class_attr(cls, "__init__")
         if isinstance(raw_init, types.FunctionType):
-            init_v = wrap_class_attr(tx, cls, "__init__", raw_init, init_owner)
-            BoundMethodValue(init_v, obj).call(tx, list(args), dict(kwargs))
+            init_v = kinds.wrap_class_attr(tx, cls, "__init__", raw_init, init_owner)
+            kinds.BoundMethodValue(init_v, obj).call(tx, list(args), dict(kwargs))
         elif raw_init not in (object.__init__, torch._C.TensorBase.__init__):
             raise Unsupported(f"the __init__ of {cls.__qualname__} is not Python")
     return obj
@@ -635,7 +614,6 @@ class StackFunctionValue(CallableConstantValue):
     """The mode-stack functions of ``torch._C``, answered from the model."""
 
     def call(self, tx, args, kwargs):
-        from ..base import realize
         st = state(tx.ctx)
         name = self.fn.__name__
         if name == "_len_torch_function_stack":
@@ -707,7 +685,6 @@ class _DefaultImplFunction(CallableConstantValue):
     through ``super()``, bound to the class as its first argument)."""
 
     def call(self, tx, args, kwargs):
-        from ..base import realize
         cls = realize(tx.ctx, args[0]).as_python_constant()
         return DefaultImplValue(cls).call(tx, list(args[1:]), kwargs)
 

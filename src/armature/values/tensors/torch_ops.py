@@ -13,8 +13,10 @@ from typing import Any
 import torch
 
 from ...diagnostics.errors import Unsupported
-from ..base import CallableConstantValue, Value
+from ..base import CallableConstantValue, Value, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 # Python-level torch modules whose functions go into the graph whole rather
 # than being inlined.
@@ -119,18 +121,15 @@ class TorchFunctionValue(CallableConstantValue):
             # the trace's own inference mode (the mode at entry is guarded)
             return ConstantValue(tx.ctx.inference_enabled)
         if (fn is torch.is_inference or fn is torch.Tensor.is_inference) and len(args) == 1 and not kwargs:
-            from ..base import realize
             from .inference import is_inference
-            from .tensor import TensorValue
             arg = realize(tx.ctx, args[0])
-            if isinstance(arg, TensorValue):
+            if isinstance(arg, kinds.TensorValue):
                 return ConstantValue(is_inference(tx, arg))
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
                               hint="call it outside the compiled function")
-        from .tensor import graph_call
-        return graph_call(tx, "call_function", fn, args, kwargs)
+        return kinds.graph_call(tx, "call_function", fn, args, kwargs)
 
     def __repr__(self):
         return f"<torch op {getattr(self.fn, '__qualname__', self.fn)}>"
@@ -151,7 +150,6 @@ class PythonModuleValue(Value):
         return self.module
 
     def getattr(self, tx, name):
-        from ..builder import wrap
         from ...guards.sources import AttrSource
         pending = tx.ctx.effects.pending_global(self.module.__dict__, name)
         if pending is not None:   # a global of this module the trace wrote (``global x; x = ...``)
@@ -330,12 +328,11 @@ class CheckValue(TorchFunctionValue):
 
     def call(self, tx, args, kwargs):
         from ...diagnostics.errors import user_error
-        from ..base import realize
-        from .symbolic import SymbolicNumberValue, _evaluate
+        from .symbolic import _evaluate
         if not args:
             raise Unsupported(f"{self.fn.__name__}() without a condition")
         cond = realize(tx.ctx, args[0])
-        if isinstance(cond, SymbolicNumberValue) and cond.sym is not None:
+        if isinstance(cond, kinds.SymbolicNumberValue) and cond.sym is not None:
             _evaluate(lambda: self.fn(cond.sym))
             return ConstantValue(None)
         if isinstance(cond, ConstantValue):

@@ -30,6 +30,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import CallableConstantValue, Value, realize
 from ..constant import ConstantValue
+from .. import kinds
 
 try:
     from torch._functorch import predispatch as _steps
@@ -93,7 +94,6 @@ class VmapValue(Value):
         if not args:
             raise user_error(ValueError, "vmap(<fn>)(<inputs>): got no inputs.")
         from . import torch_function
-        from .tensor import TensorValue
         tree = tuple(_to_tree(tx, a) for a in args)
         leaves, spec = tree_flatten(tree)
         flat_dims = _broadcast_in_dims(self.in_dims, spec)
@@ -101,7 +101,7 @@ class VmapValue(Value):
         for i, (leaf, d) in enumerate(zip(leaves, flat_dims)):
             if d is None:
                 continue
-            if not isinstance(leaf, TensorValue):
+            if not isinstance(leaf, kinds.TensorValue):
                 raise user_error(ValueError, f"vmap: Got in_dim={d} for an input but the input is of type "
                                              f"{leaf.python_type().__name__}. We cannot vmap over non-Tensor "
                                              "arguments, please use None as the respective in_dim")
@@ -139,7 +139,7 @@ class VmapValue(Value):
                 node, fake = graph.create_node("call_function", _steps._add_batch_dim, (leaf.node, d, level_node),
                                                {}, lambda leaf=leaf, d=d: torch._C._functorch._add_batch_dim(
                                                    leaf.fake, d, level))
-                batched.append(TensorValue(node, fake))
+                batched.append(kinds.TensorValue(node, fake))
             inputs = [_from_tree(x) for x in tree_unflatten(batched, spec)]
             result = realize(ctx, self.func.call(tx, inputs, kwargs))
             out = self._unbatch(tx, result, level, level_node, batch, batch_node)
@@ -156,19 +156,18 @@ class VmapValue(Value):
         return out
 
     def _unbatch(self, tx, result: Value, level: int, level_node, batch, batch_node) -> Value:
-        from .tensor import TensorValue
         graph = tx.ctx.graph
         leaves, spec = tree_flatten(_to_tree(tx, result))
         dims = _broadcast_out_dims(self.out_dims, spec)
         outs = []
         for leaf, d in zip(leaves, dims):
             if d is None:
-                if isinstance(leaf, TensorValue) and torch._C._functorch.is_batchedtensor(leaf.fake):
+                if isinstance(leaf, kinds.TensorValue) and torch._C._functorch.is_batchedtensor(leaf.fake):
                     raise user_error(ValueError, "vmap: the function can not return a BatchedTensor when "
                                                  "out_dim is None")
                 outs.append(leaf)
                 continue
-            if not isinstance(leaf, TensorValue):
+            if not isinstance(leaf, kinds.TensorValue):
                 raise user_error(ValueError, "vmap: the function must only return Tensors, got type "
                                              f"{leaf.python_type().__name__}. Did you mean to set out_dims= to "
                                              "None for output?")
@@ -176,7 +175,7 @@ class VmapValue(Value):
                                            (leaf.node, level_node, batch_node, d), {},
                                            lambda leaf=leaf, d=d: torch._C._functorch._remove_batch_dim(
                                                leaf.fake, level, batch, d))
-            outs.append(TensorValue(node, fake))
+            outs.append(kinds.TensorValue(node, fake))
         return _from_tree(tree_unflatten(outs, spec))
 
 
@@ -204,25 +203,23 @@ def _make_vmap(func, in_dims, out_dims, randomness, chunk_size):
 def _to_tree(tx, v: Value):
     """A Value as a pytree whose leaves are Values (tuples, lists and
     string-keyed dicts are looked into)."""
-    from ..containers.containers import DictValue, ListValue, TupleValue
     v = realize(tx.ctx, v)
-    if isinstance(v, TupleValue) and v.cls is tuple:
+    if isinstance(v, kinds.TupleValue) and v.cls is tuple:
         return tuple(_to_tree(tx, i) for i in v.items)
-    if type(v) is ListValue:
+    if type(v) is kinds.ListValue:
         return [_to_tree(tx, i) for i in v.items]
-    if type(v) is DictValue and all(isinstance(k, str) for k in v.items):
+    if type(v) is kinds.DictValue and all(isinstance(k, str) for k in v.items):
         return {k: _to_tree(tx, i) for k, i in v.items.items()}
     return v
 
 
 def _from_tree(x) -> Value:
-    from ..containers.containers import DictValue, ListValue, TupleValue
     if isinstance(x, tuple):
-        return TupleValue([_from_tree(i) for i in x])
+        return kinds.TupleValue([_from_tree(i) for i in x])
     if isinstance(x, list):
-        return ListValue([_from_tree(i) for i in x])
+        return kinds.ListValue([_from_tree(i) for i in x])
     if isinstance(x, dict):
-        return DictValue({k: _from_tree(i) for k, i in x.items()})
+        return kinds.DictValue({k: _from_tree(i) for k, i in x.items()})
     return x
 
 
