@@ -25,6 +25,8 @@ from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ItemSource, Source, constant_source
 from ..base import Value
 from ..constant import ConstantValue
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 _MISSING = object()
 
@@ -755,8 +757,6 @@ class ObjectValue(Value):
 
 from .builtin_subclasses import (_DICT_READ_METHODS, _DICT_TYPES, _dict_backed, _new_instance,  # noqa: E402
                                  _new_tuple_instance, _seq_backed, dict_contents)
-from ..builder import wrap, wrap_constant_result
-from .. import kinds
 
 class _BaseNew(Value):
     """``object.__new__`` / ``dict.__new__`` reached through super() in a

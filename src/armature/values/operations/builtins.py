@@ -16,6 +16,8 @@ from ...diagnostics.errors import Unsupported, UserException, user_error
 from ..base import CallableConstantValue, Value, concrete, get_attribute, realize
 from ..constant import ConstantValue, ConstantMethodValue
 from ..containers.containers import DictValue, IteratorValue, ListValue, SliceValue, TupleValue
+from ..builder import wrap, wrap_constant_result
+from .. import kinds
 
 RULES: dict[object, Callable] = {}
 
@@ -710,8 +712,6 @@ def _signature(tx, obj, *args, **kwargs):
 from ..tensors import cuda_queries as _cuda_queries  # noqa: E402
 from ..tensors import state_queries as _state_queries  # noqa: E402
 from . import strings as _strings  # noqa: E402
-from ..builder import wrap, wrap_constant_result
-from .. import kinds
 
 _strings.register(RULES)
 

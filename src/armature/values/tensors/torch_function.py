@@ -47,6 +47,8 @@ import torch
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import CallableConstantValue, Value, get_attribute, realize
 from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
 
 DEFAULT_IMPL = torch.Tensor.__torch_function__.__func__
 DISABLED_IMPL = torch._C._disabled_torch_function_impl
@@ -150,8 +152,6 @@ def possible(ctx) -> bool:
 
 from ...guards.sources import Source  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from ..builder import wrap
-from .. import kinds
 
 
 @dataclass(frozen=True)
