@@ -13,6 +13,10 @@ Models (defined here, self-contained, hidden 128, inference under
 * ``vit``    ViT-like: conv patch embedding, class token, pre-LN blocks
 * ``resnet`` a ResNet whose stage repeats: stem, N identical BasicBlocks
              (BatchNorm in eval mode), pool, classifier
+* ``tvresnet`` torchvision's ResNet with BasicBlocks, N blocks in all
+             (N/4 per stage, N a multiple of 4; 32x32 images, 10 classes):
+             the first block of a stage downsamples, the others are
+             identical, so regions make one subgraph per stage
 
 Every (model, depth, compiler) measurement runs in its own process with a
 fresh ``TORCHINDUCTOR_CACHE_DIR`` and the FX graph cache off (cold caches),
@@ -190,6 +194,15 @@ def _models(marked: bool):
             x = self.stage(self.stem(x))
             return self.fc(x.mean((2, 3)))
 
+    def tvresnet(n):
+        from torchvision.models import resnet
+        if n % 4:
+            raise ValueError(f"tvresnet: {n} blocks is not a multiple of 4 (4 stages)")
+        if marked and not getattr(resnet.BasicBlock, "_marked", False):
+            resnet.BasicBlock.forward = torch.compiler.nested_compile_region(resnet.BasicBlock.forward)
+            resnet.BasicBlock._marked = True
+        return resnet.ResNet(resnet.BasicBlock, [n // 4] * 4, num_classes=10)
+
     def ids(vocab=512):
         return lambda: (torch.randint(0, vocab, (2, 64)),)
 
@@ -198,6 +211,7 @@ def _models(marked: bool):
         "llama": (Llama, ids()),
         "vit": (ViT, lambda: (torch.randn(2, 3, 32, 32),)),
         "resnet": (ResNet, lambda: (torch.randn(2, 3, 16, 16),)),
+        "tvresnet": (tvresnet, lambda: (torch.randn(2, 3, 32, 32),)),
     }
 
 
@@ -335,7 +349,7 @@ def table(results: list[dict], compilers: list[str]) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", nargs=4, metavar=("MODEL", "DEPTH", "COMPILER", "ITERS"))
-    ap.add_argument("--models", default="gpt2,llama,vit,resnet")
+    ap.add_argument("--models", default="gpt2,llama,vit,resnet,tvresnet")
     ap.add_argument("--depths", default="2,12,24")
     ap.add_argument("--compilers", default=",".join(COMPILERS))
     ap.add_argument("--reps", type=int, default=3)
@@ -362,6 +376,9 @@ def main(argv=None) -> None:
     print(f"# load average at start: {os.getloadavg()}, {os.cpu_count()} cpus", flush=True)
     for model in a.models.split(","):
         for depth in (int(d) for d in a.depths.split(",")):
+            if model == "tvresnet" and depth % 4:
+                print(f"# tvresnet {depth}: not a multiple of 4 blocks (4 stages), skipped", flush=True)
+                continue
             for rep in range(a.reps):
                 order = compilers if rep % 2 == 0 else list(reversed(compilers))
                 for compiler in order:

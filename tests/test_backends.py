@@ -18,6 +18,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
+import armature
 import armature.backends
 from armature.backends import (
     VALID_MODES,
@@ -225,3 +226,79 @@ def test_inductor_matches_eager():
     for seed in (0, 1):
         args = inputs(seed=seed)
         assert_outputs_match(compiled(*args), fn(*args))
+
+
+def test_prepare_runs_when_a_compile_starts_before_tracing(scratch_registry):
+    """A backend's ``prepare`` runs at a cache miss, before the frame is traced
+    (inductor starts its compile workers there); a failing prepare costs
+    nothing but the optimisation."""
+    events = []
+
+    def prepare():
+        events.append("prepare")
+
+    def traced_backend(gm, example_inputs):
+        events.append("backend")
+        return gm.forward
+
+    register_backend("test_prepared_backend", prepare=prepare)(traced_backend)
+
+    def f(x):
+        events.append("traced")   # (a side effect the trace records while it runs)
+        return x.sin() + 1
+
+    x = torch.randn(4)
+    compiled = armature.compile(f, backend="test_prepared_backend")
+    out = compiled(x)
+    assert events == ["prepare", "backend", "traced"]   # (the append is replayed when the graph has run)
+    torch.testing.assert_close(out, x.sin() + 1)
+    n = events.count("prepare")
+    compiled(x)   # a cache hit prepares nothing
+    assert events.count("prepare") == n
+
+    def failing_prepare():
+        raise RuntimeError("no workers today")
+
+    register_backend("test_failing_prepare", prepare=failing_prepare)(traced_backend)
+    compiled = armature.compile(lambda x: x.cos() * 2, backend="test_failing_prepare")
+    torch.testing.assert_close(compiled(x), x.cos() * 2)
+
+
+def test_prepare_follows_the_backend_through_lookup(scratch_registry):
+    calls = []
+    register_backend("test_prepare_lookup", prepare=lambda: calls.append(1))(lambda gm, ex: gm.forward)
+    b = lookup_backend("test_prepare_lookup")
+    b.prepare()
+    lookup_backend(b, mode="default").prepare()   # rebound to new settings
+    lookup_backend(armature.backends._REGISTRY["test_prepare_lookup"].fn).prepare()   # the function itself
+    assert calls == [1, 1, 1]
+    lookup_backend(lambda gm, ex: gm.forward).prepare()   # a user's callable: nothing to prepare
+
+
+def test_inductor_starts_its_compile_workers_once(monkeypatch):
+    """With Triton installed, inductor's worker pool is started when a compile
+    begins (torch.compile starts it when its backend is called); without
+    Triton there is no pool to start."""
+    import importlib.util
+
+    import torch._inductor.async_compile as async_compile
+
+    from armature.backends import inductor as inductor_backend
+
+    started = []
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: started.append(1))
+    monkeypatch.setattr(inductor_backend, "_workers_started", False)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "triton" else real_find_spec(name, *a))
+    lookup_backend("inductor").prepare()
+    assert started == []   # no Triton: no pool
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "triton" else real_find_spec(name, *a))
+    monkeypatch.setenv("TORCH_WARM_POOL", "0")
+    lookup_backend("inductor").prepare()
+    assert started == []   # torch's switch is honoured
+    monkeypatch.setenv("TORCH_WARM_POOL", "1")
+    lookup_backend("inductor").prepare()
+    lookup_backend("inductor", mode="max-autotune").prepare()
+    assert started == [1]

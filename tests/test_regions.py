@@ -150,14 +150,55 @@ def test_module_attribute_write_not_merged():
     assert calls(cm) == 0
 
 
-def test_inplace_not_merged():
+def test_inplace_on_own_tensors_merged():
+    """Writes in place to tensors the block made (torchvision's
+    ``out += identity``, ``ReLU(inplace=True)``) stay inside the subgraph."""
     class InPlace(Block):
         def forward(self, x):
             y = super().forward(x)
             y.mul_(2)
+            y += x
+            F.relu(y, True)
+            if not torch.is_grad_enabled():   # (relu's backward reads its result)
+                F.hardtanh(y, inplace=True)
+                y[0] = 0.5
             return y
 
     cm = check_inference(Stack(3, block=InPlace), torch.randn(2, 3, 8))
+    assert calls(cm) == 3 and subgraphs(cm) == 1
+    armature.reset()
+    cm = check_training(Stack(3, block=InPlace), torch.randn(2, 3, 8))
+    assert calls(cm) == 2
+
+
+@pytest.mark.parametrize("write", ["method", "relu_flag", "relu_positional", "view", "setitem", "same_tensor"])
+def test_inplace_on_an_operand_not_merged(write):
+    """A block that writes (a view of) its input in place stays inlined;
+    eager's values and the input's new contents are reproduced."""
+    class Writes(Block):
+        def forward(self, x):
+            if write == "method":
+                x.mul_(0.5)
+            elif write == "relu_flag":
+                F.relu(x, inplace=True)
+            elif write == "relu_positional":
+                F.leaky_relu(x, 0.1, True)
+            elif write == "view":
+                x.view(-1)[:4].add_(1)
+            elif write == "setitem":
+                x[0] = 0.0
+            else:
+                x.contiguous().sub_(1)   # (x itself: it is contiguous)
+            return super().forward(x).clone()
+
+    m = Stack(3, block=Writes)
+    x = torch.randn(2, 3, 8)
+    x1, x2 = x.clone(), x.clone()
+    cm = armature.compile(m, backend="aot_eager")
+    with torch.no_grad():
+        out = cm(x1)
+        torch.testing.assert_close(out, m(x2))
+    torch.testing.assert_close(x1, x2)
     assert calls(cm) == 0
 
 

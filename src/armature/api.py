@@ -424,8 +424,9 @@ def _another_instance(f, g, args, kwargs) -> bool:
     """Automatic generic arguments: the argument an identity guard fixed now
     holds another instance of the same module class (each layer of a model
     handed to one function, a module made per call), or another
-    closure-free function with the same code (a lambda made per call; a
-    closure's cells are shared with the frame that made it).  From now on
+    function with the same code (a lambda or closure made per call; which
+    cells a closure holds is guarded where the trace depends on it:
+    values/functions/closure_aliasing.py).  From now on
     that source is guarded by type and structure (by code, for a function),
     a module's parameters graph inputs, so one entry serves every instance
     (values/nn/modules.py, values/builder.py)."""
@@ -436,7 +437,7 @@ def _another_instance(f, g, args, kwargs) -> bool:
     now = read_source(f, g.source, args, kwargs)
     if now is expected or type(now) is not type(expected):
         return False
-    return isinstance(now, torch.nn.Module) or (now.__code__ is expected.__code__ and now.__closure__ is None)
+    return isinstance(now, torch.nn.Module) or now.__code__ is expected.__code__
 
 
 def _whitelist_hint(cache, mode) -> str:

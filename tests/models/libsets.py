@@ -1,6 +1,6 @@
 """The library sets the real-model suite runs against (`./dev models --libs`).
 
-* current: torch 2.14.1, torchvision 0.29.1, transformers 5.24.0, timm 1.0.31
+* current: torch 2.14.1, torchvision 0.29.2, transformers 5.24.0, timm 1.0.31
   (.venv-models);
 * old: torch 2.13.0 (CPU), torchvision 0.28.0, transformers 4.57.6,
   timm 1.0.29 (.venv-models-old).
@@ -25,7 +25,7 @@ import types
 #: the pinned library sets (the same pins as ./dev and pyproject.toml's
 #: [models] / [models-old] extras)
 SETS = {
-    "current": {"torch": "2.14.1", "torchvision": "0.29.1", "transformers": "5.24.0", "timm": "1.0.31"},
+    "current": {"torch": "2.14.1", "torchvision": "0.29.2", "transformers": "5.24.0", "timm": "1.0.31"},
     "old": {"torch": "2.13.0", "torchvision": "0.28.0", "transformers": "4.57.6", "timm": "1.0.29"},
 }
 

@@ -153,17 +153,17 @@ def mutation_across_break(x):
 # resume function then runs as it is (runtime/frame_view.py answers for the
 # user's frame there).
 
-def native_rest_with_cells(x):
+def native_rest_with_cells(x, n=0):
     v = x * 2
 
     def g():
         return v
 
     print("break")
-    return sorted(k for k in locals()), [k for k in vars()], dir(), g() + 1
+    return sorted(k for k in locals()), [k for k in vars()], dir(), g() + n
 
 
-def native_handed_over(x):
+def native_handed_over(x, n=0):
     v = x + 1
 
     def g():
@@ -172,12 +172,12 @@ def native_handed_over(x):
     d = locals()
     d["extra"] = 1
     armature.graph_break()
-    w = g() * 2
+    w = g() * 2 + n
     e = locals()
     return e is d, "extra" in e, [k for k in e], e["w"] + 0
 
 
-def pytest_assert_then_locals(x):
+def pytest_assert_then_locals(x, n=0):
     # pytest rewrites this assert: its locals are named "@py_assert1"...
     assert x.sum() > -100, "never"
     v = x - 1
@@ -186,7 +186,7 @@ def pytest_assert_then_locals(x):
         return v
 
     print("break")
-    return sorted(k for k in locals()), g()
+    return sorted(k for k in locals()), g() + n
 
 
 def handed_over_twice(x):
@@ -276,10 +276,11 @@ def test_fullgraph(fn):
 
 @pytest.mark.parametrize("fn,graphs", [
     # (in_loop_with_break: the loop counter recompiles the resume function
-    # once, then it is dynamic; with_cells, cell_unbound_then_bound: calling
-    # g, a function made on every call, recompiles the resume function per
-    # call, as it does without locals())
-    (after_graph_break, 2), (in_loop_with_break, 3), (with_cells, 4), (cell_unbound_then_bound, 3),
+    # once, then it is dynamic; with_cells: g, a closure made on every call,
+    # is guarded by its code: no recompile; cell_unbound_then_bound: g's cell
+    # is still empty at the break, so g is guarded by identity
+    # (values/closure_aliasing.cells_bound): a recompile per call)
+    (after_graph_break, 2), (in_loop_with_break, 3), (with_cells, 2), (cell_unbound_then_bound, 3),
     (mutation_across_break, 2), (handed_over_twice, 3), (in_try_finally, 1), (deleted_local, 2),
     (dir_after_break, 2), (builtins_attribute, 1), (locals_each_iteration, 0), (after_break, 2),
     (named_like_generated, 1),
@@ -296,9 +297,12 @@ def test_split_at_a_break(fn, graphs):
                          ids=lambda f: f.__name__)
 def test_resume_run_natively(fn):
     import warnings
+    import itertools
+    count = itertools.count()   # (the same four numbers in each mode: a constant the resume function
+    #                              specialises on, a recompile per call)
     with armature.config.patch(recompile_limit=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _run(fn, lambda: (X.clone(),), calls=4)
+        _run(fn, lambda: (X.clone(), next(count) % 4), calls=4)
     assert any("recompile limit" in str(w.message) and "<resume" in str(w.message) for w in caught), \
         [str(w.message) for w in caught]
 

@@ -45,21 +45,25 @@ class BackendError(ValueError):
 
 
 class _Entry:
-    """A registered backend: the compiler function and an optional options check."""
+    """A registered backend: the compiler function, an optional options check
+    and an optional ``prepare`` (see :func:`register_backend`)."""
 
-    __slots__ = ("name", "fn", "check_options")
+    __slots__ = ("name", "fn", "check_options", "prepare")
 
-    def __init__(self, name: str, fn: CompilerFn, check_options: Callable[[dict], None] | None):
+    def __init__(self, name: str, fn: CompilerFn, check_options: Callable[[dict], None] | None,
+                 prepare: Callable[[], None] | None = None):
         self.name = name
         self.fn = fn
         self.check_options = check_options
+        self.prepare = prepare
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
 def register_backend(
-    name: str, *, check_options: Callable[[dict], None] | None = None
+    name: str, *, check_options: Callable[[dict], None] | None = None,
+    prepare: Callable[[], None] | None = None,
 ) -> Callable[[CompilerFn], CompilerFn]:
     """Decorator registering ``fn(gm, example_inputs, **kw) -> compiled`` under ``name``.
 
@@ -67,6 +71,9 @@ def register_backend(
     them from :func:`lookup_backend`; one that does not is told nothing about
     ``mode`` and refuses ``options``.  ``check_options(options)`` may validate
     options eagerly, at lookup time, by raising ``ValueError``.
+    ``prepare()`` is called by the runtime when a compile with this backend
+    starts, before tracing: work that the backend will wait for later
+    (inductor's compile workers) gets started while the frame is traced.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"backend name must be a non-empty str, got {name!r}")
@@ -76,7 +83,7 @@ def register_backend(
             raise TypeError(f"backend {name!r} must be callable, got {type(fn).__name__}")
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise ValueError(f"backend {name!r} is already registered")
-        _REGISTRY[name] = _Entry(name, fn, check_options)
+        _REGISTRY[name] = _Entry(name, fn, check_options, prepare)
         return fn
 
     return decorator
@@ -106,7 +113,7 @@ class _Backend:
     use it as part of a cache key.
     """
 
-    __slots__ = ("name", "fn", "check_options", "kwargs", "__name__")
+    __slots__ = ("name", "fn", "check_options", "kwargs", "__name__", "_prepare")
 
     def __init__(
         self,
@@ -114,12 +121,25 @@ class _Backend:
         fn: CompilerFn,
         check_options: Callable[[dict], None] | None,
         kwargs: dict[str, Any],
+        prepare: Callable[[], None] | None = None,
     ):
         self.name = name
         self.fn = fn
         self.check_options = check_options
         self.kwargs = kwargs
         self.__name__ = name
+        self._prepare = prepare
+
+    def prepare(self) -> None:
+        """Start what the backend will wait for later (``register_backend``'s
+        ``prepare``); a failure there is the backend's to meet when it
+        compiles, never the trace's."""
+        if self._prepare is not None:
+            try:
+                self._prepare()
+            except Exception as e:  # noqa: BLE001 - an optimisation only
+                from ..diagnostics import logs
+                logs.artifact("perf").debug("backend %r: preparing failed (%s: %s)", self.name, type(e).__name__, e)
 
     def __call__(self, gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:
         compiled = self.fn(gm, example_inputs, **self.kwargs)
@@ -172,7 +192,7 @@ def lookup_backend(
         if mode is None and options is None:
             return name_or_callable
         b = name_or_callable  # rebind the same backend to new settings
-        name, fn, check = b.name, b.fn, b.check_options
+        name, fn, check, prepare = b.name, b.fn, b.check_options, b._prepare
     elif isinstance(name_or_callable, str):
         entry = _REGISTRY.get(name_or_callable)
         if entry is None:
@@ -180,11 +200,13 @@ def lookup_backend(
                 f"unknown backend {name_or_callable!r}; valid backends are: "
                 + ", ".join(list_backends())
             )
-        name, fn, check = entry.name, entry.fn, entry.check_options
+        name, fn, check, prepare = entry.name, entry.fn, entry.check_options, entry.prepare
     elif callable(name_or_callable):
         fn = name_or_callable
         name = getattr(fn, "__name__", type(fn).__name__)
         check = None
+        # a built-in backend's function handed over directly prepares as its name would
+        prepare = next((e.prepare for e in _REGISTRY.values() if e.fn is fn), None)
     else:
         raise TypeError(
             "backend must be a registered name (one of "
@@ -202,7 +224,7 @@ def lookup_backend(
         if check is not None:
             check(options)
         kwargs["options"] = dict(options)
-    return _Backend(name, fn, check, kwargs)
+    return _Backend(name, fn, check, kwargs, prepare)
 
 
 # Built-in backends register themselves on import; each imports its compiler

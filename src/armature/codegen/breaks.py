@@ -200,8 +200,10 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
     from ..values.objects.per_call_classes import reached_through_per_call_class
     if isinstance(value, (UserFunctionValue, BoundMethodValue)):
         fv = value.func if isinstance(value, BoundMethodValue) else value
-        if isinstance(fv, UserFunctionValue) and reached_through_per_call_class(tx.ctx, fv.source):
-            # a method of a class made per call: a new function on every
+        if isinstance(fv, UserFunctionValue) and (getattr(fv, "guarded_by_code", False)
+                                                  or reached_through_per_call_class(tx.ctx, fv.source)):
+            # a method of a class made per call, a function guarded by its
+            # code (values/functions/closure_aliasing.py): a new function on every
             # call, so the compiled form is kept per code and called with
             # the function residual code reads (its closure is this call's)
             if not _identifier_params(fv.code):

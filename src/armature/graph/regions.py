@@ -25,9 +25,10 @@ identically, computes the same thing whichever instance traced it; what
 differs between the blocks (their parameters) is an operand.
 
 A call is not merged (it stays inlined) when it is not pure or not
-self-contained: it wrote Python state (the side-effect log grew), it mutates
-a tensor in place, draws random numbers, has data-dependent (unbacked)
-sizes, returns a non-tensor that later code uses or a tensor aliasing one of
+self-contained: it wrote Python state (the side-effect log grew), it writes
+in place a tensor it did not make (an operand or a view of one; writes to
+its own intermediates, ``out += identity``, stay inside), draws random
+numbers, has data-dependent (unbacked) sizes, returns a non-tensor that later code uses or a tensor aliasing one of
 its operands or another of its outputs, its nodes are not contiguous in the
 graph, or the graph switches global state anywhere (grad mode, autocast):
 those are what ``invoke_subgraph`` cannot express or what aot_autograd would
@@ -334,10 +335,16 @@ def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
         raise _NotPure(repr(a))
 
     body = []
+    mutated = []   # tensors the call writes in place: each must be its own
     try:
         for n in nodes:
             if not _pure_node(n):
                 return _no(r, f"not pure: {n.format_node()}")
+            m = _mutated(n)
+            if m is not None:
+                if m not in index or not isinstance(m.meta.get("val"), torch.Tensor):
+                    return _no(r, f"writes a tensor it did not make: {n.format_node()}")
+                mutated.append(m)
             body.append((n.op, n.target, canon(n.args), canon(n.kwargs)))
     except _NotPure as e:
         return _no(r, f"an argument of another kind: {e}")
@@ -355,6 +362,8 @@ def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
         in_meta.append(m)
     if _aliases(inputs, outputs):
         return _no(r, "an output aliases an operand or another output")
+    if mutated and _shares_storage(mutated, inputs):
+        return _no(r, "writes in place a view of an operand")
     symbols = _free_symbols(sym_nodes, inputs)
     if symbols is None:
         return _no(r, "a size symbol that is not a graph input")
@@ -391,13 +400,65 @@ def _pure_node(n: torch.fx.Node) -> bool:
     name = t if isinstance(t, str) else getattr(t, "__name__", "") or str(t)
     if any(s in name for s in _RANDOM):
         return False
-    from .output_graph import _is_mutation
-    if _is_mutation(n.op, t, n.kwargs):
-        return False
-    if isinstance(t, torch._ops.OpOverload) and t._schema.is_mutable:
+    if _mutated(n) is False:
         return False
     v = n.meta.get("val")
-    return v is not None or t is operator.getitem
+    return v is not None or t is operator.getitem or _mutated(n) is not None
+
+
+def _mutated(n: torch.fx.Node):
+    """What ``n`` writes in place: None (nothing), the node of the one
+    tensor it writes (``x.add_(y)``, ``x += y``, ``x[i] = v``,
+    ``F.relu(x, inplace=True)``: its first argument), or False when it
+    writes something else (an ``out=`` argument, a mutable aten overload)."""
+    from .output_graph import _is_mutation
+    t = n.target
+    if "out" in n.kwargs or (isinstance(t, torch._ops.OpOverload) and t._schema.is_mutable):
+        return False
+    if _is_mutation(n.op, t, n.kwargs) or (n.op == "call_function" and _inplace_flag(t, n.args, n.kwargs)):
+        first = n.args[0] if n.args else None
+        return first if isinstance(first, torch.fx.Node) else False
+    name = t if isinstance(t, str) else getattr(t, "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):
+        return False   # (``torch._foreach_add_``: a writer of unknown operands)
+    return None
+
+
+def _inplace_flag(fn, args, kwargs) -> bool:
+    """A call such as ``F.relu(x, True)`` or ``F.hardtanh(x, inplace=True)``:
+    the function has an ``inplace`` parameter and this call sets it."""
+    if "inplace" in kwargs:
+        return bool(kwargs["inplace"])
+    pos = _inplace_position(fn)
+    return pos is not None and len(args) > pos and bool(args[pos])
+
+
+_INPLACE_POS: dict = {}
+
+
+def _inplace_position(fn):
+    try:
+        return _INPLACE_POS[fn]
+    except (KeyError, TypeError):
+        pass
+    import inspect
+    try:
+        names = list(inspect.signature(fn).parameters)
+        pos = names.index("inplace") if "inplace" in names else None
+    except (TypeError, ValueError):
+        pos = None
+    try:
+        _INPLACE_POS[fn] = pos
+    except TypeError:
+        pass
+    return pos
+
+
+def _shares_storage(written, inputs) -> bool:
+    from torch.multiprocessing.reductions import StorageWeakRef
+    seen = {StorageWeakRef(v.untyped_storage()) for v in (i.meta.get("val") for i in inputs)
+            if isinstance(v, torch.Tensor)}
+    return any(StorageWeakRef(w.meta["val"].untyped_storage()) in seen for w in written)
 
 
 def _meta(v):

@@ -178,6 +178,9 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     if _MODULE_CALL_CODE is None:
         _MODULE_CALL_CODE = _module_call_code()
     t0 = time.perf_counter()
+    prepare = getattr(backend, "prepare", None)
+    if prepare is not None:
+        prepare()   # (inductor's compile workers start while the frame is traced)
     plan: int | None = None
     brk: GraphBreak | None = None
     from_callee = False

@@ -284,7 +284,9 @@ class TraceContext:
         outside ones it saw as distinct must stay distinct (writes to one
         Value are not seen through another)."""
         from ..guards.guard import Guard, Kind
+        from ..values.functions.closure_aliasing import add_cell_alias_guards
         from ..values.tensors.symbolic import ScalarTensorSource
+        add_cell_alias_guards(self)
         # (tensors made afresh per call, e.g. over an ndarray input, are never
         # the same object; values/numpy guards ndarrays' memory instead)
         inputs = [gi for gi in self.graph.tensor_inputs() if not isinstance(gi.source, ScalarTensorSource)

@@ -129,7 +129,8 @@ class Frame:
             if isinstance(it, ObjectValue):
                 return UserIteratorValue(it)
             return self.get_iter(it)
-        return IteratorValue(v.unpack(self))
+        from ..values.containers import iterator_types
+        return iterator_types.of(IteratorValue(v.unpack(self)), v)
 
     # --- running --------------------------------------------------------------
     def location(self) -> UserLocation:

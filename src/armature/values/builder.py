@@ -41,9 +41,11 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
     cached = ctx.value_cache.get(id(obj))
     if cached is not None and cached[0] is obj:
         value = cached[1]
-        if source is not None and value.source is not None and value.source != source \
+        from .functions.closure_aliasing import object_source
+        theirs = object_source(value)   # (a cell's Value has its contents' source)
+        if source is not None and theirs is not None and theirs != source \
                 and not isinstance(value, ConstantValue):
-            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, value.source))
+            ctx.guards.add(Guard(Kind.SAME_OBJECT, source, theirs))
         if not isinstance(value, ConstantValue):
             return value
     owner = ctx.instance_dict_owners.get(id(obj)) if type(obj) is dict else None
@@ -224,6 +226,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if t is list:
             return containers.ListValue(items, source=source)
         return containers.TupleValue(items, cls=t, source=source)
+    if t is types.MappingProxyType and source is not None:
+        from .containers.mapping_proxy import wrap_existing   # (a class __dict__, a proxy passed in)
+        value = wrap_existing(ctx, obj, source)
+        if value is not None:
+            return value
     if t is dict:
         keys = list(obj)
         from .objects.per_call_classes import statement_of
@@ -288,10 +295,12 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType:
         from .objects.per_call_classes import reached_through_per_call_class
         per_call = source is not None and reached_through_per_call_class(ctx, source)
-        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__ \
-            and obj.__closure__ is None   # (a closure's cells may be the frame's own: identity)
+        # (a closure's cells are read through it; which cells it holds is
+        # guarded where it matters: values/functions/closure_aliasing.py)
+        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__
+        from .functions.closure_aliasing import cells_bound
         if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
-                and not torch_ops.is_graph_function(obj):
+                and not torch_ops.is_graph_function(obj) and cells_bound(obj):
             # a function made anew on every call (api's automatic-generic
             # bookkeeping, a closure-free function defined inside another one
             # handed in as an argument -- a lambda its caller makes per call,
@@ -305,7 +314,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.CONSTANT_MATCH if per_call else Kind.ID_MATCH, AttrSource(source, "__code__"),
                    obj.__code__)
             _guard(ctx, Kind.ID_MATCH, AttrSource(source, "__globals__"), obj.__globals__)
-            return functions.UserFunctionValue(obj, source)
+            value = functions.UserFunctionValue(obj, source)
+            value.guarded_by_code = True
+            return value
         _guard(ctx, Kind.ID_MATCH, source, obj)
         if torch_ops.is_graph_function(obj):
             return torch_ops.TorchFunctionValue(obj, source)

@@ -3,8 +3,9 @@ class body, whose locals are a namespace (LOAD_NAME, STORE_NAME,
 DELETE_NAME, SETUP_ANNOTATIONS, 3.11's LOAD_CLASSDEREF, 3.12+'s
 LOAD_LOCALS / LOAD_FROM_DICT_OR_DEREF / LOAD_FROM_DICT_OR_GLOBALS).
 
-A class body runs as a frame with ``class_namespace`` set (values/objects/class_def.py);
-module-level code, the only other user of these opcodes, is never traced.
+A class body runs as a frame with ``class_namespace`` set (values/objects/class_def.py),
+and so does the code of ``eval(constant string)`` (``eval_namespace`` set too:
+values/operations/eval_builtin.py); module-level code is never traced.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def load_build_class(f, inst):
 def _global_or_builtin(f, name: str) -> Value:
     v = load_global_value(f, name)
     kind = _BODY_DECORATORS.get(name)
-    if kind is not None and v.is_python_constant() and v.as_python_constant() is kind:
+    if kind is not None and not getattr(f, "eval_namespace", False) and v.is_python_constant() and v.as_python_constant() is kind:
         from ...values.objects.class_def import ClassBodyDecorator
         return ClassBodyDecorator(kind)
     return v

@@ -109,7 +109,10 @@ class _Sequence(Value):
         if name == "__contains__" and len(args) == 1:
             return ConstantValue(any(ops.values_equal(tx, i, args[0]) for i in list(self.items)))
         if name == "__iter__" and not args:
-            return IteratorValue(self.items, self) if isinstance(self, ListValue) else IteratorValue(list(self.items))
+            if isinstance(self, ListValue):
+                return IteratorValue(self.items, self)
+            from . import iterator_types
+            return iterator_types.of(IteratorValue(list(self.items)), self)
         if name == "__add__" and len(args) == 1:
             return ops.binary_op(tx, operator.add, self._new(list(self.items)), args[0])
         if name == "__setitem__" and len(args) == 2 and isinstance(self, ListValue):
@@ -523,8 +526,11 @@ class IteratorValue(Value):
         out.instr("BUILD_TUPLE", len(self.items) - self.index)
         out.instr("GET_ITER")
 
+    #: the real iterator's type, where it is not a list's (values/containers/iterator_types.py)
+    kind: type | None = None
+
     def python_type(self):
-        return type(iter([]))
+        return self.kind or type(iter([]))
 
     def next(self, tx) -> Value | None:
         if self.index >= len(self.items):
@@ -919,6 +925,7 @@ class DictViewIterator(IteratorValue):
         keys = view._keys(tx)
         super().__init__(view.elements(tx))
         self.view, self.keys, self.size = view, keys, len(keys)
+        self.kind = type(iter(getattr({}, view.kind)()))   # (dict_keyiterator, dict_valueiterator...)
 
     def next(self, tx):
         if len(self.view._keys(tx)) != self.size:

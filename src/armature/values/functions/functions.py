@@ -269,15 +269,11 @@ class UserFunctionValue(_Function):
             # a function trusted without a guard (torch's own): its cells are
             # read through the function object itself
             source = constant_source(self.fn, self.fn.__qualname__)
+        from .closure_aliasing import cell_value
+        varying = getattr(self, "guarded_by_code", False)
         for i, cell in enumerate(cells):
-            cached = ctx.value_cache.get(id(cell)) if ctx is not None else None
-            if cached is not None and cached[0] is cell:
-                out.append(cached[1])
-                continue
-            v = RealCellValue(cell, AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents"))
-            if ctx is not None:
-                ctx.value_cache[id(cell)] = (cell, v)
-            out.append(v)
+            contents = AttrSource(ItemSource(AttrSource(source, "__closure__"), i), "cell_contents")
+            out.append(cell_value(ctx, cell, contents, varying))
         return tuple(out)
 
     def reconstruct(self, out):

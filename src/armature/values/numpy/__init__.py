@@ -118,6 +118,8 @@ def wrap_numpy_object(ctx, obj: Any, source: Source | None):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", repr(obj))
         return NumpyFunctionValue(obj, f"{getattr(obj, '__module__', None) or 'numpy'}.{name}", None, source)
+    if type(obj).__module__.startswith("numpy.random."):
+        return None   # (a Generator, RandomState: an object like any other; its draws are calls that break)
     if type(obj).__module__.split(".")[0] == "numpy":
         raise Unsupported(f"a NumPy {type(obj).__name__} object inside a compiled function", hint=_BREAK)
     return None

@@ -133,7 +133,8 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             kind = None
         if kind is not None and instance is None:
             return _ObjectSlot(kind)   # ``object.__setattr__(self, name, v)`` in a custom __setattr__
-        if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method"):
+        if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method",
+                                  "cython_function_or_method"):   # (NumPy's Generator.normal...)
             fv = _wrap_func(tx, raw)
             return fv if instance is None else kinds.BoundMethodValue(fv, instance)
         if owner is dict and name == "fromkeys":

@@ -166,6 +166,12 @@ RULES[_inspect.stack] = _introspection("inspect.stack()")
 # (values/functions/frame_locals.py); a resume function calls the runtime/frame_view
 # stand-ins instead of the builtins, traced alike
 RULES[locals] = RULES[_frame_view.frame_locals] = _frame_locals.locals_rule
+from . import eval_builtin as _eval_builtin  # noqa: E402
+
+_eval_builtin.register(RULES)   # eval()/exec() without namespaces read the frame
+from ..containers import mapping_proxy as _mapping_proxy  # noqa: E402
+
+_mapping_proxy.register(RULES)  # types.MappingProxyType(d) made in the frame
 
 
 @rule(_frame_view.resolve)
@@ -285,7 +291,9 @@ def _slice(tx, *args):
 @rule(enumerate)
 def _enumerate(tx, iterable, start=ConstantValue(0)):
     s = start.as_python_constant()
-    return IteratorValue([TupleValue([ConstantValue(i + s), v]) for i, v in enumerate(tx.iterate(iterable))])
+    it = IteratorValue([TupleValue([ConstantValue(i + s), v]) for i, v in enumerate(tx.iterate(iterable))])
+    it.kind = enumerate
+    return it
 
 
 @rule(zip)
@@ -293,12 +301,17 @@ def _zip(tx, *iterables, strict=ConstantValue(False)):
     seqs = [tx.iterate(i) for i in iterables]
     if strict.as_python_constant() and len({len(s) for s in seqs}) > 1:
         raise Unsupported("zip(strict=True) with arguments of different lengths")
-    return IteratorValue([TupleValue(list(t)) for t in zip(*seqs)])
+    it = IteratorValue([TupleValue(list(t)) for t in zip(*seqs)])
+    it.kind = zip
+    return it
 
 
 @rule(reversed)
 def _reversed(tx, seq):
-    return IteratorValue(list(reversed(tx.iterate(seq))))
+    from ..containers.iterator_types import reversed_type
+    it = IteratorValue(list(reversed(tx.iterate(seq))))
+    it.kind = reversed_type(realize(tx.ctx, seq).python_type())
+    return it
 
 
 @rule(iter)
@@ -562,15 +575,20 @@ def _traced_sort_order(tx, keys, reverse: bool) -> list[int]:
 @rule(map)
 def _map(tx, fn, *iterables):
     seqs = [tx.iterate(i) for i in iterables]
-    return IteratorValue([fn.call(tx, list(args), {}) for args in zip(*seqs)])
+    it = IteratorValue([fn.call(tx, list(args), {}) for args in zip(*seqs)])
+    it.kind = map
+    return it
 
 
 @rule(filter)
 def _filter(tx, fn, iterable):
     items = tx.iterate(iterable)
     if fn.is_python_constant() and fn.as_python_constant() is None:
-        return IteratorValue([v for v in items if v.truth(tx)])
-    return IteratorValue([v for v in items if fn.call(tx, [v], {}).truth(tx)])
+        it = IteratorValue([v for v in items if v.truth(tx)])
+    else:
+        it = IteratorValue([v for v in items if fn.call(tx, [v], {}).truth(tx)])
+    it.kind = filter
+    return it
 
 
 @rule(print)

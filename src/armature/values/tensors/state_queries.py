@@ -1,7 +1,8 @@
 """Queries of process state that torch's own Python code asks while it runs
 (``torch.fx._symbolic_trace.is_fx_tracing()``, ``torch.onnx.is_in_onnx_export()``,
 the saved-tensors-hooks and mutation-on-saved-tensors switches of
-``torch.autograd.graph``), and ``sys.intern``.
+``torch.autograd.graph``, ``torch.autograd._is_checkpoint_valid()``), and
+``sys.intern``.
 
 Inlining them fails for reasons that have nothing to do with the answer
 (``is_fx_tracing`` goes through an ``lru_cache``-wrapped warning helper,
@@ -76,4 +77,7 @@ def register(rules: dict) -> None:
     hooks_enabled = getattr(torch._C._autograd, "_saved_tensors_hooks_is_enabled", None)
     if hooks_enabled is not None:
         rules[hooks_enabled] = _query(hooks_enabled, "torch._C._autograd._saved_tensors_hooks_is_enabled()")
+    checkpoint_valid = getattr(torch.autograd, "_is_checkpoint_valid", None)
+    if checkpoint_valid is not None:   # (False only inside a reentrant checkpoint's backward)
+        rules[checkpoint_valid] = _query(checkpoint_valid, "torch.autograd._is_checkpoint_valid()")
     rules[sys.intern] = _intern

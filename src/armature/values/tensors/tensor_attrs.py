@@ -103,14 +103,13 @@ def set_python_attribute(tx, t, name: str, value: Value) -> None:
 
 
 def _set_grad(tx, t, value: Value) -> None:
-    """``t.grad = g`` on a tensor from outside the frame: checked as torch
-    checks it, seen by later reads in the trace, written for real after the
-    graph (the same object eager would store)."""
+    """``t.grad = g``: checked as torch checks it, seen by later reads in the
+    trace; on a tensor from outside the frame written for real after the
+    graph (the same object eager would store), on one made in the frame set
+    where the tensor is rebuilt, if it leaves the frame (codegen/emitter.py
+    ``_rebuild_tensor_object``: the attributes the trace gave it)."""
     from ...diagnostics.errors import user_error
     from ...effects import AttrStore
-    if t.source is None:
-        raise Unsupported("setting .grad of a tensor made inside the compiled function",
-                          hint="without fullgraph the frame is split here (a graph break)")
     if isinstance(value, ConstantValue) and value.value is None:
         pass
     elif isinstance(value, kinds.TensorValue):
@@ -126,7 +125,8 @@ def _set_grad(tx, t, value: Value) -> None:
         raise user_error(TypeError, f"assigned grad expected to be a Tensor or None but got grad of type "
                                     f"{value.python_type().__name__}")
     t.attrs["grad"] = value
-    tx.ctx.effects.record(AttrStore(t, "grad", value))
+    if t.source is not None:
+        tx.ctx.effects.record(AttrStore(t, "grad", value))
 
 
 def needs_rebuild(t) -> bool:
