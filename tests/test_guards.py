@@ -447,7 +447,7 @@ def test_module_training_flag():
 
 def test_module_int_attribute():
     # A number stored on a module and used in tensor arithmetic enters the
-    # graph as an input (values/symbolic.py): a new value is just read, no
+    # graph as an input (values/tensors/symbolic.py): a new value is just read, no
     # recompile, right answer.
     m = Branchy()
     cm = compiled(m)

@@ -14,7 +14,7 @@ import torch
 import armature
 from armature.diagnostics.errors import InternalError
 from armature.trace import pyversion
-from armature.values import functions as functions_mod
+from armature.values.functions import functions as functions_mod
 
 
 def f(x, n):

@@ -391,7 +391,7 @@ def _recompile_message(cf: CompiledFunction, st, args, kwargs) -> str:
 
 def _note_changed_number(cache, f, args, kwargs) -> None:
     """Automatic dynamic for Python numbers: a number that made a guard fail
-    is kept symbolic from now on (see values/symbolic.py)."""
+    is kept symbolic from now on (see values/tensors/symbolic.py)."""
     from .guards.build import failed_guard
     from .guards.guard import Kind
     for entry in cache.entries:
@@ -405,10 +405,10 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             # value changed, not only the first guard that noticed, so a
             # call that changes batch and length costs one recompile
             _note_all_changes(cache, f, entry, args, kwargs)
-        from .values.real_iterator import note_changed_iterator
+        from .values.containers.real_iterator import note_changed_iterator
         note_changed_iterator(cache.dynamic_sources, g.source)
         if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
-            from .values.symbolic import LengthSource
+            from .values.tensors.symbolic import LengthSource
             cache.dynamic_sources.add(LengthSource(g.source))
         # a parameter/buffer object replaced between calls (``self.buf = ...``):
         # from now on it is a graph input instead of a graph attribute
@@ -426,10 +426,10 @@ def _another_instance(f, g, args, kwargs) -> bool:
     handed to one function, a module made per call), or another
     function with the same code (a lambda or closure made per call; which
     cells a closure holds is guarded where the trace depends on it:
-    values/closure_aliasing.py).  From now on
+    values/functions/closure_aliasing.py).  From now on
     that source is guarded by type and structure (by code, for a function),
     a module's parameters graph inputs, so one entry serves every instance
-    (values/modules.py, values/builder.py)."""
+    (values/nn/modules.py, values/builder.py)."""
     expected = g.expected
     if not (isinstance(expected, torch.nn.Module) or type(expected) is types.FunctionType):
         return False

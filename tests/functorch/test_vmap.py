@@ -1,4 +1,4 @@
-"""torch.vmap inside compiled code: traced into the graph (values/vmap.py).
+"""torch.vmap inside compiled code: traced into the graph (values/tensors/vmap.py).
 
 Differential against eager, graph counts against torch.compile, and the
 transformers 4.57 mask pattern: nested vmaps over a Python mask function

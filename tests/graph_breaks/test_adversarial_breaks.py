@@ -257,7 +257,7 @@ def consume_gen_breaking(xs, log):
 
 
 def test_generator_with_break_inside():
-    # the frame is split where the generator is made (values/generator_breaks.py),
+    # the frame is split where the generator is made (values/functions/generator_breaks.py),
     # not run as Python: the generator then runs natively
     diff(consume_gen_breaking, lambda: ([X.clone(), Y.clone()], []))
 

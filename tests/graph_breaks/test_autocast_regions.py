@@ -1,4 +1,4 @@
-"""``with torch.autocast(...)`` inside compiled code (values/autocast.py): a
+"""``with torch.autocast(...)`` inside compiled code (values/tensors/autocast.py): a
 region that keeps the autocast state (LLaMA's rotary embedding forcing
 float32 when autocast is off) is traced into the graph; one that would switch
 autocast is a graph break, and the state it read is guarded."""

@@ -1,6 +1,6 @@
 """Generators made in the frame and still running at a graph break (or at
 the return): the frame is split where the generator is made, instead of
-running entirely as Python (values/generator_breaks.py).  The generator is
+running entirely as Python (values/functions/generator_breaks.py).  The generator is
 then a real one; each step of it is a graph break whose instruction runs
 natively, and the code around it compiles.
 

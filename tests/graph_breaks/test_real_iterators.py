@@ -1,4 +1,4 @@
-"""Iterators from outside the frame (values/real_iterator.py): a loop's
+"""Iterators from outside the frame (values/containers/real_iterator.py): a loop's
 iterator handed to a resume function after a break inside the loop, and
 iterators passed in.  The trace walks a snapshot of what the iterator has
 left (its __reduce__) and the real iterator is advanced after the graph."""

@@ -5,7 +5,7 @@ transformers 4.57's ``sdpa_mask_recent_torch`` breaks inside
 run torch's ``_pop_torch_function_stack`` for real while tracing the resume
 function's ``__exit__``, so the real ``__exit__`` then popped an empty mode
 stack.  Only queries of global state run while tracing; the mode stack is
-modelled (values/torch_function.py): a mode pushed by the traced code exists
+modelled (values/tensors/torch_function.py): a mode pushed by the traced code exists
 only in the trace, a graph break inside it moves to where it was pushed, and
 modes active around a compiled call are traced through and guarded.
 """

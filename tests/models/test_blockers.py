@@ -386,7 +386,7 @@ _LAYERS = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
 
 
 # (former blocker: the resume function could not iterate the loop's real
-# iterator, one more break per iteration; values/real_iterator.py)
+# iterator, one more break per iteration; values/containers/real_iterator.py)
 def test_break_in_loop_keeps_iterating():
     def f(x, p):
         for idx, layer in enumerate(_LAYERS):

@@ -1,4 +1,4 @@
-"""Conversions of modules made in the frame (values/fresh_module_methods.py):
+"""Conversions of modules made in the frame (values/nn/fresh_module_methods.py):
 ``nn.Linear(4, 4).double()``, ``.to(torch.float64)``, ``.requires_grad_(False)``,
 ``.eval()``... are applied to the template while tracing and made again by
 the setup on every call, so there is no graph break inside
@@ -310,7 +310,7 @@ def test_eval_in_inference_mode():
     reset()
 
 
-# --- user module classes made in the frame (values/user_module_construction.py) ------------
+# --- user module classes made in the frame (values/nn/user_module_construction.py) ------------
 
 class FrozenHead(nn.Module):
     """Converts the submodules its constructor makes."""

@@ -1,5 +1,5 @@
 """Modules with parameters made inside the compiled frame
-(values/fresh_modules.py): ``nn.Linear(4, 4)(x)``, Sequentials and
+(values/nn/fresh_modules.py): ``nn.Linear(4, 4)(x)``, Sequentials and
 ModuleLists of them, Conv2d, LayerNorm, BatchNorm (buffers it updates).
 
 Eager builds a new module with new random weights on every call.  The

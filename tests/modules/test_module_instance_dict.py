@@ -1,5 +1,5 @@
 """``module.__dict__`` and a module class's own ``__setattr__``/
-``__delattr__`` in traced code (values/module_dict.py, ModuleValue.setattr):
+``__delattr__`` in traced code (values/nn/module_dict.py, ModuleValue.setattr):
 compiled vs eager, the module's state after each call included (its
 instance dict, registered members, what a logging ``__setattr__`` logged),
 and graph counts with torch.compile's.

@@ -1,5 +1,5 @@
 """User ``nn.Module`` subclasses constructed inside the compiled frame
-(values/user_module_construction.py): the constructor is audited by tracing
+(values/nn/user_module_construction.py): the constructor is audited by tracing
 it in a sandbox, and a clean one is built for real by the setup on every
 call, so the module's forward is in the graph.
 

@@ -3,7 +3,7 @@
 frame): ``sep.join`` of generators and iterators, ``str % mapping``,
 ``os.fspath`` and ``os.path``, attributes of functions (made in the frame,
 user, torch and builtin) and of tensor methods, ``callable``, and ``id()``
-(identity without the number: values/identity.py).
+(identity without the number: values/operations/identity.py).
 """
 
 import functools

@@ -1,5 +1,5 @@
 """``torch.autograd._is_checkpoint_valid()`` (what reentrant checkpointing
-asks): answered while tracing and guarded (values/state_queries.py), so it
+asks): answered while tracing and guarded (values/tensors/state_queries.py), so it
 stays in the graph as torch.compile keeps it, and a call where the answer
 differs (inside a backward run by ``torch.autograd.grad``) recompiles."""
 import torch

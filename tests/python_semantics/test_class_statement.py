@@ -2,7 +2,7 @@
 vs eager: results, mutations of the inputs, and graph counts against
 torch.compile.  A class made in the frame is a new class on every call in
 eager; where it (or an instance) escapes, the compiled function must also
-return a new class per call, built the same way (values/class_def.py).
+return a new class per call, built the same way (values/objects/class_def.py).
 """
 import abc
 import dataclasses

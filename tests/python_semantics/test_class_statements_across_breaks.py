@@ -5,7 +5,7 @@ compared with torch.compile and the cache entries of every resume function
 counted: eager makes a new class on every call, so the resume function
 receives a new class on every call; it is guarded by the class statement
 that made it, not by identity, and one compiled resume function serves
-every call (values/per_call_classes.py).
+every call (values/objects/per_call_classes.py).
 """
 import abc
 import dataclasses

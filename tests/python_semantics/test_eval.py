@@ -1,6 +1,6 @@
 """``eval(constant string)`` inside a compiled function, vs eager (and
 torch.compile's graph counts where it is right): the string is traced
-inline with the frame's variables (values/eval_builtin.py), so it joins the
+inline with the frame's variables (values/operations/eval_builtin.py), so it joins the
 graph.  Where the frame is needed and the string cannot be traced, the
 frame runs as Python (never a native eval at a break, which would read the
 transformed frame's variables: torch.compile raises NameError there)."""

@@ -1,5 +1,5 @@
 """``locals()``, ``vars()`` and ``dir()`` without arguments: traced as the
-user's variables (values/frame_locals.py), also in resume functions, where
+user's variables (values/functions/frame_locals.py), also in resume functions, where
 they run natively through runtime/frame_view.py, so a frame that calls them
 is split at a graph break like any other.
 

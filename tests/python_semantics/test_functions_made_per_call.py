@@ -7,7 +7,7 @@ made per call) is guarded by its code from the first call: one entry, as
 torch.compile.  Its cells are read, and guarded, through it; which cell
 objects it holds is guarded where the trace depends on it (a cell shared
 with another function the trace reached stays shared; cells the trace
-writes stay distinct): values/closure_aliasing.py, tested below.
+writes stay distinct): values/functions/closure_aliasing.py, tested below.
 """
 import functools
 

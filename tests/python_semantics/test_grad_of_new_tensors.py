@@ -1,6 +1,6 @@
 """``.grad`` set on a tensor made in the frame, and read back: checked as
 torch checks it, seen by later reads, and set on the real tensor where it
-leaves the frame (values/tensor_attrs.py); compiled vs eager (the returned
+leaves the frame (values/tensors/tensor_attrs.py); compiled vs eager (the returned
 tensors' ``.grad`` included), one graph where torch.compile makes two."""
 import pytest
 import torch

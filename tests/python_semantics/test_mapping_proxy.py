@@ -1,4 +1,4 @@
-"""``types.MappingProxyType``: made in the frame (values/mapping_proxy.py),
+"""``types.MappingProxyType``: made in the frame (values/containers/mapping_proxy.py),
 passed in, or read from a class ``__dict__``; reads, iteration, ``in``,
 ``len``, writes refused as CPython refuses them; compiled vs eager, graph
 counts vs torch.compile."""

@@ -1,7 +1,7 @@
 """``repr()`` of objects made in the frame (the default repr carries the
 address: it must be the returned object's own) and the type of the
 iterators the trace models (``type(iter(t)).__name__`` is
-``tuple_iterator``; values/iterator_types.py); compiled vs eager, graph
+``tuple_iterator``; values/containers/iterator_types.py); compiled vs eager, graph
 counts vs torch.compile."""
 import pytest
 import torch

@@ -1465,7 +1465,7 @@ LAZY_CASES = [
 def lazy_builtins(monkeypatch):
     if USING_TORCH:
         return
-    from armature.values.builtins import RULES
+    from armature.values.operations.builtins import RULES
     from armature.values.stdlib import lazy_builtins as lb
     for fn, rule in ((zip, lb.lazy_zip), (enumerate, lb.lazy_enumerate),
                      (map, lb.lazy_map), (filter, lb.lazy_filter)):

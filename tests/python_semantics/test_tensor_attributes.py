@@ -1,4 +1,4 @@
-"""Python attributes on tensors (values/tensor_attrs.py): read and written on
+"""Python attributes on tensors (values/tensors/tensor_attrs.py): read and written on
 inputs, intermediates and new tensors, ``hasattr``, ``t.grad = ...`` on
 leaves, and iteration over the first dimension; compiled against eager,
 side effects included, graph counts against torch.compile."""

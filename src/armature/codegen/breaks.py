@@ -17,7 +17,7 @@ from bytecode import BinaryOp, Label, TryBegin, TryEnd
 
 from ..trace.frame import Frame, handler_for
 from ..values.base import NULL, Value
-from ..values.exceptions import ExcInfoSlot
+from ..values.functions.exceptions import ExcInfoSlot
 from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
@@ -177,7 +177,7 @@ def _distributed_callee(tx, value: Value, backend) -> Value:
     its math compiled (runtime/distributed.py)."""
     from ..runtime.distributed import kind_of, runner_for
     from ..values.base import LazyValue
-    from ..values.modules import ModuleValue
+    from ..values.nn.modules import ModuleValue
     if type(value) is LazyValue and kind_of(value.obj) is not None:
         value = value.realize(tx.ctx)    # (guards it: the routing below assumes such a module)
     if isinstance(value, ModuleValue) and value.source is not None and kind_of(value.mod) is not None:
@@ -187,8 +187,8 @@ def _distributed_callee(tx, value: Value, backend) -> Value:
 
 def _compiled_callee(tx, value: Value, backend) -> Value:
     from ..runtime.wrappers import compiled_wrapper_for
-    from ..values.functions import BoundMethodValue, UserFunctionValue
-    from ..values.modules import ModuleValue
+    from ..values.functions.functions import BoundMethodValue, UserFunctionValue
+    from ..values.nn.modules import ModuleValue
     from ..values.base import realize
     value = realize(tx.ctx, value)
     if isinstance(value, ModuleValue) and value.source is not None:
@@ -197,13 +197,13 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
             return value
         value.check_no_hooks(tx)
         value = value.getattr(tx, "forward")
-    from ..values.per_call_classes import reached_through_per_call_class
+    from ..values.objects.per_call_classes import reached_through_per_call_class
     if isinstance(value, (UserFunctionValue, BoundMethodValue)):
         fv = value.func if isinstance(value, BoundMethodValue) else value
         if isinstance(fv, UserFunctionValue) and (getattr(fv, "guarded_by_code", False)
                                                   or reached_through_per_call_class(tx.ctx, fv.source)):
             # a method of a class made per call, a function guarded by its
-            # code (values/closure_aliasing.py): a new function on every
+            # code (values/functions/closure_aliasing.py): a new function on every
             # call, so the compiled form is kept per code and called with
             # the function residual code reads (its closure is this call's)
             if not _identifier_params(fv.code):
@@ -216,7 +216,7 @@ def _compiled_callee(tx, value: Value, backend) -> Value:
             return value   # e.g. a comprehension's ".0": cannot be compiled on its own; runs as Python
         return _Wrapped(compiled_wrapper_for(value.fn, backend, tx.ctx.policy.mode,
                                                   tx.ctx.module_parameters_override))
-    from ..values.functions import NestedFunctionValue
+    from ..values.functions.functions import NestedFunctionValue
     if isinstance(value, NestedFunctionValue) and _identifier_params(value.code):
         # (a comprehension's ".0" argument cannot be a guard parameter)
         from ..runtime.wrappers import nested_compiled_for
@@ -234,9 +234,9 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
     next size."""
     import torch
     from ..guards.sources import ItemSource, LocalSource
-    from ..values.containers import TupleValue
-    from ..values.symbolic import SymbolicNumberValue
-    from ..values.tensor import TensorValue
+    from ..values.containers.containers import TupleValue
+    from ..values.tensors.symbolic import SymbolicNumberValue
+    from ..values.tensors.tensor import TensorValue
     from .names import generated_prefix, stack_arg
     prefix = generated_prefix(resume._fn.__code__)
     named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
@@ -261,9 +261,9 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
 def note_fresh_modules(resume, stack: list, locals_: dict, new_module_slot: int | None = None) -> None:
     """Module containers the residual code rebuilds on every call (a slice
     of a ModuleList) are guarded by content in the resume function, not by
-    identity (values/modules.note_fresh_modules); so is the module the
+    identity (values/nn/modules.note_fresh_modules); so is the module the
     native instruction builds (``new_module_slot``: its slot)."""
-    from ..values.modules import note_fresh_modules as note
+    from ..values.nn.modules import note_fresh_modules as note
     from .names import generated_prefix, stack_arg
     prefix = generated_prefix(resume._fn.__code__)
     named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
@@ -276,7 +276,7 @@ def _constructs_module(inst, stack: list) -> bool:
     built at a graph break: a new object on every call)."""
     if inst.opname not in ("CALL", "CALL_KW"):
         return False
-    from ..values.objects import ClassValue
+    from ..values.objects.objects import ClassValue
     pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
     callee = stack[SPELLING.callee_is_first(stack, pos, NULL)]
     cls = getattr(callee, "cls", None) if isinstance(callee, ClassValue) else None
@@ -346,7 +346,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
             cell_values = [frame.locals[cell_arg(prefix, c)] for c in cell_names]
         except KeyError as e:
             raise BreakNotPossible(f"cell {e} is not available") from e
-    if handed_over_name(code) in frame.locals:   # 3.11: the frame's locals() dict (values/frame_locals.py)
+    if handed_over_name(code) in frame.locals:   # 3.11: the frame's locals() dict (values/functions/frame_locals.py)
         keys += (handed_over_name(code),)
     # the user's names (a resume function's ___local<i> is the user's "@py_assert1"...)
     local_names = tuple(user_local_name(base_code, k) for k in keys)

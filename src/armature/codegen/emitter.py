@@ -56,8 +56,8 @@ class Emitter:
         self.instr("LOAD_CONST", obj)
 
     def build_map(self, items: dict) -> None:
-        """Push a new dict of the stored keys (values/keys.py) and rebuilt values."""
-        from ..values.keys import emit_key
+        """Push a new dict of the stored keys (values/containers/keys.py) and rebuilt values."""
+        from ..values.containers.keys import emit_key
         for k, v in items.items():
             emit_key(self, k)
             self.reconstruct(v)
@@ -121,7 +121,7 @@ class Emitter:
         self._keep.append(value)
 
     def reconstruct(self, value: Value) -> None:
-        from ..values.tensor import TensorValue
+        from ..values.tensors.tensor import TensorValue
         existing = self._temps.get(id(value))
         if existing is not None:
             self.instr("LOAD_FAST", existing)
@@ -130,7 +130,7 @@ class Emitter:
             if value.source is not None:
                 value.source.emit(self)
                 return
-            from ..values.tensor_attrs import needs_rebuild
+            from ..values.tensors.tensor_attrs import needs_rebuild
             if needs_rebuild(value):
                 self._rebuild_tensor_object(value)
                 return
@@ -159,7 +159,7 @@ class Emitter:
         the class the trace saw, then its Python attributes, once (it is an
         object with an identity: later uses load the same temporary)."""
         import torch
-        from ..values.torch_function import rebuild_subclass
+        from ..values.tensors.torch_function import rebuild_subclass
         idx = self.graph_output_index(value.node)
         self.instr("LOAD_FAST", GRAPH_OUT)
         self.load_const(idx)
@@ -191,12 +191,12 @@ def _has_identity(value: Value) -> bool:
     the frame)."""
     if value.source is not None:
         return False
-    from ..values.class_def import DecoratedFunctionValue, MadeClassValue
-    from ..values.containers import DictValue, IteratorValue, ListValue
-    from ..values.exceptions import ExceptionValue
-    from ..values.functions import CellValue, NestedFunctionValue
-    from ..values.modules import NewModuleValue
-    from ..values.objects import ObjectValue
+    from ..values.objects.class_def import DecoratedFunctionValue, MadeClassValue
+    from ..values.containers.containers import DictValue, IteratorValue, ListValue
+    from ..values.functions.exceptions import ExceptionValue
+    from ..values.functions.functions import CellValue, NestedFunctionValue
+    from ..values.nn.modules import NewModuleValue
+    from ..values.objects.objects import ObjectValue
     from ..values.stdlib.functools import PartialValue
     from ..values.stdlib.itertools import LazyIterator
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,

@@ -45,12 +45,12 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
         elif isinstance(rec, fx.ContainerMutated):
             c = rec.container
             target = _materialize_source(out, c)
-            from ..values.containers import DictValue, SetValue, _address_ordered
-            from ..values.keys import has_value_keys
+            from ..values.containers.containers import DictValue, SetValue, _address_ordered
+            from ..values.containers.keys import has_value_keys
             if isinstance(c, SetValue) and c.recipe is not None and c.recipe.start[0] == "real" \
                     and any(_address_ordered(k) for k in c.recipe.start[2] | c.items):
                 # objects hashed by identity: eager's operations, in order, on the real set
-                from ..values import set_order
+                from ..values.containers import set_order
                 vals, steps = set_order.emit_steps_operand(out, c)
                 plans.append((set_order.replay_into, (target, vals, steps)))
             elif isinstance(c, SetValue):
@@ -101,8 +101,8 @@ def emit_side_effects(ctx, out: Emitter, preload: list[Value]) -> list[_Temp]:
 
 def _keys_operand(out: Emitter, keys) -> Any:
     """The keys of a dict or set written back: a constant, or (objects
-    among them, values/keys.py) a tuple rebuilt into a temporary."""
-    from ..values.keys import emit_key, has_value_keys
+    among them, values/containers/keys.py) a tuple rebuilt into a temporary."""
+    from ..values.containers.keys import emit_key, has_value_keys
     if not has_value_keys(keys):
         return frozenset(keys) if isinstance(keys, set) else tuple(keys)
     for k in keys:

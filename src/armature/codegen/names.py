@@ -45,7 +45,7 @@ FN_ARG = sys.intern(".f")   # (interned, like a code object's names: keyword mat
 #: the transformed function's local holding the compiled graph's outputs
 GRAPH_OUT = ".graph_out"
 #: locals of the transformed function holding modules its setup builds
-#: (values/fresh_modules.py), followed by their number
+#: (values/nn/fresh_modules.py), followed by their number
 NEW_MODULE = ".new_module_"
 
 

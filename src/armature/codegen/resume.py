@@ -55,7 +55,7 @@ def user_local_name(code: types.CodeType, key: str) -> str:
 
 def handed_over_name(code: types.CodeType) -> str:
     """The local (of the traced frame, then a resume function's argument)
-    holding 3.11's locals() dict across a graph break (values/frame_locals.py)."""
+    holding 3.11's locals() dict across a graph break (values/functions/frame_locals.py)."""
     return f"{generated_prefix(code)}f_locals"
 
 

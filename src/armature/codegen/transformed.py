@@ -31,7 +31,7 @@ def _arg_names(code: types.CodeType) -> list[str]:
 def build_transformed(fn: types.FunctionType, compiled: Callable | None, input_sources: list[Source],
                       body: Emitter, setup: Emitter | None = None) -> types.FunctionType:
     """``setup``: code run before the graph inputs are loaded (the modules
-    made in the frame are built there: values/fresh_modules.py)."""
+    made in the frame are built there: values/nn/fresh_modules.py)."""
     code = fn.__code__
     lineno = code.co_firstlineno
     bc = Bytecode()

@@ -134,8 +134,8 @@ def _check_effects(fn, ctx) -> None:
     import warnings
     from .. import effects as fx
     from ..guards.sources import LocalSource
-    from ..values.symbolic import SymbolicNumberValue
-    from ..values.tensor import TensorValue
+    from ..values.tensors.symbolic import SymbolicNumberValue
+    from ..values.tensors.tensor import TensorValue
     bad, dropped = [], []
     for rec in list(ctx.effects.log):
         text = _describe(rec)

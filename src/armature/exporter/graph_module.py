@@ -36,7 +36,7 @@ import torch.utils._pytree as pytree
 from ..codegen.names import FN_ARG
 from ..codegen.transformed import build_transformed
 from ..graph.dynamic import SizeSource
-from ..values.symbolic import ScalarTensorSource
+from ..values.tensors.symbolic import ScalarTensorSource
 from .capture import Capture, ExportError
 
 
@@ -182,7 +182,7 @@ class _Builder:
     def map_input(self, gi) -> Any:
         real, source = gi.real, gi.source
         if isinstance(source, ScalarTensorSource) and isinstance(real, torch.Tensor):
-            # a Python float the graph takes as a 0-d tensor (values/symbolic.py):
+            # a Python float the graph takes as a 0-d tensor (values/tensors/symbolic.py):
             # torch.export specialises floats, so the program holds the number
             return real.item()
         if isinstance(real, torch.Tensor):

@@ -82,7 +82,7 @@ class OutputGraph:
         #: id(ShapeEnv guard) -> (guard, user location that made it)
         self.guard_locations: dict[int, tuple] = {}
         #: the traced code is in inference mode: nodes made now are marked
-        #: (``meta["inference"]``, read by values/inference.py)
+        #: (``meta["inference"]``, read by values/tensors/inference.py)
         self.inference_mode = False
         #: every op node made, in order: the frame loop appends each new
         #: node's user line to ``meta["armature_stack"]`` (innermost frame
@@ -119,7 +119,7 @@ class OutputGraph:
         return "".join(reversed(lines)) or None
 
     def module_call(self, mod: torch.nn.Module):
-        """Context of one traced call of ``mod`` (values/modules.py)."""
+        """Context of one traced call of ``mod`` (values/nn/modules.py)."""
         if self.module_names is None or id(mod) not in self.module_names:
             return _nullcontext()
         return _ModuleCall(self, mod)
@@ -136,7 +136,7 @@ class OutputGraph:
         sub.op_nodes = []
         sub.symbolic_inputs, sub.symbolic_contexts = [], []
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
-        sub.is_sandbox = True   # (no module is built for it: values/fresh_modules.py)
+        sub.is_sandbox = True   # (no module is built for it: values/nn/fresh_modules.py)
         return sub
 
     # --- inputs -------------------------------------------------------------
@@ -156,7 +156,7 @@ class OutputGraph:
         """A tensor input; with a symbolic context (graph/dynamic.py) its
         dynamic dims are ShapeEnv symbols, each bound by a SymInt
         placeholder ahead of the tensor's, as torch.compile does."""
-        from ..values.torch_function import plain_alias
+        from ..values.tensors.torch_function import plain_alias
         seen = plain_alias(real)   # (a __torch_function__ subclass enters the graph as a plain tensor)
         if symbolic_context is None:
             fake = self.fake_mode.from_tensor(seen, static_shapes=True)
@@ -302,7 +302,7 @@ class OutputGraph:
         the SymInts themselves (as torch.compile passes them), so that
         aot_autograd and inductor reuse the trace's symbols instead of
         making new ones the entry's guards know nothing about."""
-        from ..values.torch_function import plain_alias
+        from ..values.tensors.torch_function import plain_alias
         return [i.node.meta["val"] if not isinstance(i.real, torch.Tensor) else plain_alias(i.real)
                 for i in self.inputs]
 

@@ -124,7 +124,7 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
 
 def _reads_through_torch_function(g: Guard) -> bool:
     if g.kind is Kind.TENSOR_MATCH:
-        from ..values.torch_function import has_torch_function
+        from ..values.tensors.torch_function import has_torch_function
         return has_torch_function(g.expected.cls)
     return bool(getattr(g, "modes_active", False))
 

@@ -233,7 +233,7 @@ class DictEntrySource(Source):
     """The ``index``-th key (``part="keys"``) or value (``part="values"``)
     of a dict, or element of a set (``part="set"``), in iteration order: how
     a container whose keys are objects (tensors, modules...) is read item by
-    item (values/keys.py).  ``list(d)[i]`` in guards and residual code."""
+    item (values/containers/keys.py).  ``list(d)[i]`` in guards and residual code."""
 
     parent: Source
     index: int

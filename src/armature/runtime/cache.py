@@ -139,5 +139,5 @@ def reset_all() -> None:
 
 
 def _is_int_source(source) -> bool:
-    from ..values.symbolic import LengthSource
+    from ..values.tensors.symbolic import LengthSource
     return not isinstance(source, LengthSource)

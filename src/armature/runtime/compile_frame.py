@@ -40,10 +40,10 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace import pyversion, speculation
 from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
-from ..values import inference, torch_function
-from ..values.generator_breaks import earlier_break, moved_reason
+from ..values.tensors import inference, torch_function
+from ..values.functions.generator_breaks import earlier_break, moved_reason
 from ..values.base import LazyValue
-from ..values.functions import CellValue, RealCellValue
+from ..values.functions.functions import CellValue, RealCellValue
 from . import explain, specialize
 from .cache import CacheEntry
 
@@ -203,7 +203,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         try:
             try:
                 result = frame.run()
-                from ..values.generators import check_left_suspended
+                from ..values.functions.generators import check_left_suspended
                 check_left_suspended(ctx)   # (their cleanup would run when eager frees them)
                 speculation.validate(ctx)
                 if frame.stopped_at_break:
@@ -278,7 +278,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
 
 def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
     """The break, moved to where a generator live at it was made
-    (values/generator_breaks.py)."""
+    (values/functions/generator_breaks.py)."""
     reason = moved_reason(brk.reason if brk is not None else moved.what, moved)
     location = moved.made_at or (brk.location if brk is not None else None)
     if log_breaks.isEnabledFor(logging.DEBUG):
@@ -357,7 +357,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     guards = ctx.guards.as_list()
     guard_fn = build_guard_function(fn, guards)
     input_sources = [gi.source for gi in graph.inputs] if compiled is not None else []
-    from ..values.fresh_modules import emit_setup
+    from ..values.nn.fresh_modules import emit_setup
     called = compiled
     if checks is not None and compiled is not None:
         called = speculation.CheckedGraph(compiled, checks, getattr(ctx, "speculation_restores_rng", False))

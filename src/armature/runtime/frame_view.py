@@ -17,12 +17,12 @@ CPython 3.11 returns the frame's one locals dict, updated on every call
 (bound names set, unbound ones removed, other keys kept); 3.13 returns a
 new snapshot in a function (PEP 667).  For 3.11 the dict survives a graph
 break as the resume function's argument ``<prefix>f_locals`` (codegen/names.py's generated prefix; the trace keeps it
-in the frame's locals under that name, values/frame_locals.py); a resume
+in the frame's locals under that name, values/functions/frame_locals.py); a resume
 function that makes its first one natively keeps it in its real frame's
 locals dict, which CPython never clears of names that are not variables.
 
 The trace treats the functions here as it treats the builtins
-(values/frame_locals.py), so the symbolic and the native answer agree.
+(values/functions/frame_locals.py), so the symbolic and the native answer agree.
 """
 from __future__ import annotations
 

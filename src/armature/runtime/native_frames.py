@@ -58,9 +58,9 @@ def loop_over_modules(frame) -> bool:
     """Whether the frame is inside a ``for`` loop whose iterator yields
     modules (or tuples holding one: ``enumerate``, ``zip``)."""
     from ..values.base import LazyValue
-    from ..values.containers import IteratorValue, TupleValue
-    from ..values.modules import ModuleValue
-    from ..values.real_iterator import RealIteratorValue
+    from ..values.containers.containers import IteratorValue, TupleValue
+    from ..values.nn.modules import ModuleValue
+    from ..values.containers.real_iterator import RealIteratorValue
 
     def holds_module(v) -> bool:
         if type(v) is LazyValue:

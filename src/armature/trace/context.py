@@ -26,7 +26,7 @@ class GuardSet:
             return
         if _made_in_frame(guard.source):
             # a module the transformed function builds itself
-            # (values/fresh_modules.py): true by construction, and out of
+            # (values/nn/fresh_modules.py): true by construction, and out of
             # the guard function's reach
             return
         if guard.kind is Kind.SAME_OBJECT and _made_in_frame(guard.expected):
@@ -55,7 +55,7 @@ def _made_in_frame(source) -> bool:
 def torch_function_mode_guard(depth: int) -> Guard:
     """The number of active ``TorchFunctionMode``s (``with mode:``, also
     ``with torch.device(...)``).  The modes themselves are modelled
-    (values/torch_function.py): each is guarded by type, and by what the
+    (values/tensors/torch_function.py): each is guarded by type, and by what the
     traced ``__torch_function__`` reads of it."""
     g = Guard(Kind.GLOBAL_STATE, None, text=f"___tf_mode_depth() == {depth}",
               consts={"___tf_mode_depth": torch._C._len_torch_function_stack},
@@ -150,7 +150,7 @@ class TraceContext:
         torch._C._set_grad_enabled(self.graph_grad_enabled)
         self.graph.inference_mode = self.inference_enabled
         #: the trace entered inference mode itself: some tensors of the graph
-        #: are inference tensors only in eager (values/inference.py)
+        #: are inference tensors only in eager (values/tensors/inference.py)
         self.inference_regions = False
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_grad_enabled() is {self.grad_enabled}",
                               consts={"___is_grad_enabled": torch.is_grad_enabled},
@@ -159,7 +159,7 @@ class TraceContext:
         self.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___is_inference_mode_enabled() is {on}",
                               consts={"___is_inference_mode_enabled": torch.is_inference_mode_enabled},
                               label=f"inference mode is {'enabled' if on else 'disabled'}"))
-        from ..values.torch_function import state as torch_function_state
+        from ..values.tensors.torch_function import state as torch_function_state
         self.guards.add(torch_function_mode_guard(torch_function_state(self).entry_depth))
         self.guards.add(ambient_autocast_guard())
         dd = torch.get_default_dtype()
@@ -207,7 +207,7 @@ class TraceContext:
         the grad mode that comes with it: entering ``inference_mode(m)``
         sets grad mode to ``not m``; leaving restores the previous one).
         The graph runs the region with grad off, like ``no_grad``: tensors
-        made there are marked inference tensors (``values/inference.py``)
+        made there are marked inference tensors (``values/tensors/inference.py``)
         and those that leave the graph become inference tensors at run time.
         Only a call made under inference mode runs under the real one."""
         self.inference_enabled = mode
@@ -284,8 +284,8 @@ class TraceContext:
         outside ones it saw as distinct must stay distinct (writes to one
         Value are not seen through another)."""
         from ..guards.guard import Guard, Kind
-        from ..values.closure_aliasing import add_cell_alias_guards
-        from ..values.symbolic import ScalarTensorSource
+        from ..values.functions.closure_aliasing import add_cell_alias_guards
+        from ..values.tensors.symbolic import ScalarTensorSource
         add_cell_alias_guards(self)
         # (tensors made afresh per call, e.g. over an ndarray input, are never
         # the same object; values/numpy guards ndarrays' memory instead)
@@ -296,9 +296,9 @@ class TraceContext:
         mutated = self.effects.mutated_values()
         if not mutated:
             return
-        from ..values.containers import DictValue, ListValue, SetValue
-        from ..values.objects import ObjectValue
-        from ..values.modules import ModuleValue
+        from ..values.containers.containers import DictValue, ListValue, SetValue
+        from ..values.objects.objects import ObjectValue
+        from ..values.nn.modules import ModuleValue
         kinds = (ListValue, DictValue, SetValue, ObjectValue)
         seen = [v for _, v in self.value_cache.values()
                 if isinstance(v, kinds) and not isinstance(v, ModuleValue) and v.source is not None]

@@ -112,8 +112,8 @@ class Frame:
         return self.get_iter(v).unpack(self)
 
     def get_iter(self, v: Value):
-        from ..values.containers import IteratorValue, ListValue, UserIteratorValue
-        from ..values.objects import ObjectValue
+        from ..values.containers.containers import IteratorValue, ListValue, UserIteratorValue
+        from ..values.objects.objects import ObjectValue
         if type(v) is LazyValue:
             v = v.realize(self.ctx)
         if isinstance(v, IteratorValue):
@@ -129,7 +129,7 @@ class Frame:
             if isinstance(it, ObjectValue):
                 return UserIteratorValue(it)
             return self.get_iter(it)
-        from ..values import iterator_types
+        from ..values.containers import iterator_types
         return iterator_types.of(IteratorValue(v.unpack(self)), v)
 
     # --- running --------------------------------------------------------------
@@ -171,7 +171,7 @@ class Frame:
         with the exception handled there as its __context__."""
         if e.value is None:
             from ..values.constant import ConstantValue
-            from ..values.exceptions import ExceptionValue
+            from ..values.functions.exceptions import ExceptionValue
             from .ops.with_ import handled_exception
             e.value = ExceptionValue(e.exc_type, [ConstantValue(a) for a in e.exc_args])
             e.value.raised(handled_exception(self))

@@ -6,7 +6,7 @@ import inspect
 
 from ..diagnostics.errors import Unsupported
 from ..values.base import Value
-from ..values.functions import CellValue, _Function
+from ..values.functions.functions import CellValue, _Function
 from .frame import Frame
 
 _UNSUPPORTED_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -45,6 +45,6 @@ def _run(tx: Frame, fn: _Function, args: list[Value], kwargs: dict[str, Value]) 
     bound = fn.bind(args, kwargs, ctx=tx.ctx)
     frame = make_frame(tx.ctx, fn, bound, tx)
     if fn.code.co_flags & inspect.CO_GENERATOR:
-        from ..values.generators import GeneratorValue
+        from ..values.functions.generators import GeneratorValue
         return GeneratorValue(frame)
     return frame.run()

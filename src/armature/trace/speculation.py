@@ -25,7 +25,7 @@ an entry keeps its assumptions only if its graph mutates no input in place
 (a graph that draws random numbers from torch's default CPU generator has
 the generator's state saved before the call and restored before a rerun;
 one drawing from a generator of its own is refused), runs no collective,
-builds no module in its setup (values/fresh_modules.py), and runs on the
+builds no module in its setup (values/nn/fresh_modules.py), and runs on the
 CPU (on an accelerator, a kernel meeting the rejected data may fail with a
 device-side assert, which poisons the device); otherwise the
 frame is traced again without speculation (:class:`SpeculationRefused`) and
@@ -78,7 +78,7 @@ def branch_truth(f, inst, value, jump_if: bool) -> bool:
     """The truth of ``value`` for ``POP_JUMP_IF_<jump_if>`` at ``inst``: a
     tensor (or a deferred ``bool()`` of one) whose one side only raises is
     assumed to avoid that side."""
-    from ..values.tensor import TensorValue
+    from ..values.tensors.tensor import TensorValue
     tensor, negated = (value.tensor, value.negated) if isinstance(value, DeferredTruth) else (value, False)
     if isinstance(tensor, TensorValue) and _may_speculate(f.ctx, tensor):
         on_jump = _raises(f, f.index_of[inst.argval])
@@ -133,7 +133,7 @@ def deferred_truth(f, value) -> "DeferredTruth | None":
     conditional jump (through ``not`` and returns from inlined functions:
     :func:`_goes_to_a_jump`), so a branch may assume it; anything else it
     could meet (a comparison, arithmetic, a container) decides it now."""
-    from ..values.tensor import TensorValue
+    from ..values.tensors.tensor import TensorValue
     if isinstance(value, TensorValue) and _may_speculate(f.ctx, value) and _goes_to_a_jump(f):
         return DeferredTruth(value)
     return None
@@ -199,7 +199,7 @@ def validate(ctx) -> None:
     if not ctx.assumptions:
         return
     from ..graph.output_graph import _is_mutation
-    from ..values.modules import _draws_random_numbers
+    from ..values.nn.modules import _draws_random_numbers
     graph = ctx.graph
     if not graph.has_ops():
         raise SpeculationRefused("no graph to check the condition in")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..diagnostics.errors import Unsupported
 from ..guards.sources import Source
+from . import kinds
 
 if TYPE_CHECKING:
     from ..codegen.emitter import Emitter
@@ -102,7 +103,7 @@ class CallableConstantValue(Value):
 
     def getattr(self, tx, name):
         # (``func.__name__`` in a __torch_function__, ``fn.__wrapped__``...)
-        from .functions import callable_constant_attribute
+        from .functions.functions import callable_constant_attribute
         return callable_constant_attribute(tx, self, name)
 
 
@@ -154,8 +155,7 @@ def concrete(tx, v: Value) -> Value:
     """``v`` with symbolic numbers specialised (guarded), for operations that
     need the actual value."""
     v = realize(tx.ctx, v)
-    from .symbolic import SymbolicNumberValue
-    return v.specialize(tx) if isinstance(v, SymbolicNumberValue) else v
+    return v.specialize(tx) if isinstance(v, kinds.SymbolicNumberValue) else v
 
 
 def get_attribute(tx, v: Value, name: str) -> Value:

@@ -18,6 +18,7 @@ from ..guards.guard import Guard, Kind, TensorMeta
 from ..guards.sources import ItemSource, LocalSource, Source
 from .base import Value
 from .constant import ConstantValue
+from . import kinds
 
 _CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                    type(NotImplemented))
@@ -40,7 +41,7 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
     cached = ctx.value_cache.get(id(obj))
     if cached is not None and cached[0] is obj:
         value = cached[1]
-        from .closure_aliasing import object_source
+        from .functions.closure_aliasing import object_source
         theirs = object_source(value)   # (a cell's Value has its contents' source)
         if source is not None and theirs is not None and theirs != source \
                 and not isinstance(value, ConstantValue):
@@ -82,8 +83,8 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
 
 
 def _has_rule(obj) -> bool:
-    """A torch C function with a rule of its own (values/state_queries.py)."""
-    from .builtins import RULES
+    """A torch C function with a rule of its own (values/tensors/state_queries.py)."""
+    from .operations.builtins import RULES
     try:
         return obj in RULES
     except TypeError:
@@ -99,8 +100,7 @@ def _stands_for_another(obj) -> bool:
 
 
 def _note_instance_dict(ctx, value: Value) -> None:
-    from .objects import ObjectValue
-    if not isinstance(value, ObjectValue) or value.is_new:
+    if not isinstance(value, kinds.ObjectValue) or value.is_new:
         return
     d = getattr(value.obj, "__dict__", None)
     if type(d) is not dict:
@@ -119,14 +119,18 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
 
 
 def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
-    from . import autograd_function, containers, functions, modules, objects, torch_ops, builtins as vbuiltins
-    from .tensor import TensorValue
+    from .tensors import autograd_function, torch_ops
+    from .operations import builtins as vbuiltins
+    from .nn import modules
+    from .functions import functions
+    from .containers import containers
+    from .objects import objects
 
     t = type(obj)
     from ..runtime import markers
     if obj is markers.graph_break:
         return torch_ops.GraphBreakValue()
-    from .markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
+    from .directives.markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
     marked = wrap_marked(ctx, obj, source)
     if marked is not None:
         return marked
@@ -139,7 +143,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if obj._has_self:
             return functions.BoundMethodValue(fn_v, wrap(ctx, obj._self, AttrSource(source, "_self")))
         return fn_v
-    from . import distributed   # collectives, rank queries, process groups
+    from .distributed import distributed   # collectives, rank queries, process groups
     special = distributed.wrap_special(ctx, obj, source)
     if special is not None:
         return special
@@ -147,14 +151,15 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     special = wrap_special(ctx, obj, source)
     if special is not None:
         return special
-    from . import autocast, pytree, torch_function, vmap
+    from .tensors import autocast, torch_function, vmap
+    from .containers import pytree
     special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj) or \
         autocast.wrap_special(ctx, obj) or pytree.wrap_special(ctx, obj)
     if special is None:
-        from . import real_iterator
+        from .containers import real_iterator
         special = real_iterator.wrap(ctx, obj, source)
     if special is None:
-        from .generator_breaks import wrap_real_generator
+        from .functions.generator_breaks import wrap_real_generator
         special = wrap_real_generator(ctx, obj, source)
     if special is not None:
         return special
@@ -171,7 +176,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             torch_function.state(ctx).used = True
         from ..guards.sources import ModuleMemberSource
         from ..graph.dynamic import whitelisted
-        from . import modules
+        from .nn import modules
         if not subclass and isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
                 and not modules.is_generic_module_source(ctx, source) \
@@ -185,17 +190,16 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         if subclass and torch_function.is_traceable_wrapper(t):
             t = type(fake) if isinstance(fake, t) else t
-        return TensorValue(node, fake, cls=t, source=source)
+        return kinds.TensorValue(node, fake, cls=t, source=source)
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
         from ..graph.dynamic import int_is_dynamic
         if int_is_dynamic(ctx.policy, source):
-            from .symbolic import int_symbol
+            from .tensors.symbolic import int_symbol
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             return int_symbol(ctx, obj, source)
     if t in (int, float) and source is not None and (source in ctx.dynamic_sources or _crossed_a_break(ctx, t, source)):
-        from .symbolic import SymbolicNumberValue
         _guard(ctx, Kind.TYPE_MATCH, source, t)
-        return SymbolicNumberValue(obj, source, ctx)
+        return kinds.SymbolicNumberValue(obj, source, ctx)
     if t in _CONSTANT_TYPES:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
@@ -206,10 +210,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         if source is not None and _has_dynamic_item(ctx, source, len(obj)):
             # a size handed over a graph break whose items were dynamic there:
             # item by item, so those stay symbols (not one constant)
-            from .containers import TupleValue
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             _guard(ctx, Kind.LEN_MATCH, source, len(obj))
-            return TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
+            return kinds.TupleValue([wrap(ctx, v, ItemSource(source, i)) for i, v in enumerate(obj)], cls=t, source=source)
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t is list and source is not None:
@@ -224,17 +227,17 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             return containers.ListValue(items, source=source)
         return containers.TupleValue(items, cls=t, source=source)
     if t is types.MappingProxyType and source is not None:
-        from .mapping_proxy import wrap_existing   # (a class __dict__, a proxy passed in)
+        from .containers.mapping_proxy import wrap_existing   # (a class __dict__, a proxy passed in)
         value = wrap_existing(ctx, obj, source)
         if value is not None:
             return value
     if t is dict:
         keys = list(obj)
-        from .per_call_classes import statement_of
+        from .objects.per_call_classes import statement_of
         if not all(type(k) in (str, int, bool, float, bytes, type(None)) or isinstance(k, enum.Enum)
                    or (isinstance(k, type) and statement_of(k) is None) for k in keys):
             # (a class made per call is a key like an object: not a constant)
-            from .keys import wrap_by_position   # keys that are objects (tensors, modules...)
+            from .containers.keys import wrap_by_position   # keys that are objects (tensors, modules...)
             return containers.DictValue(wrap_by_position(ctx, obj, source), source=source)
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         _guard(ctx, Kind.DICT_KEYS, source, keys)
@@ -248,7 +251,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         _guard(ctx, Kind.CONSTANT_MATCH, source, obj)
         return ConstantValue(obj, source)
     if t in (set, frozenset) and source is not None:
-        from .keys import set_keys_in_order, wrap_by_position   # elements that are objects (tensors, modules...)
+        from .containers.keys import set_keys_in_order, wrap_by_position   # elements that are objects (tensors, modules...)
         value = containers.SetValue(wrap_by_position(ctx, obj, source), source=source, cls=t)
         value.real_order = set_keys_in_order(ctx, obj, source)
         return value
@@ -267,14 +270,13 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return torch_ops.PythonModuleValue(obj, source)
     from .. import config as config_mod
     if obj is config_mod.patch:
-        from .config_patch import ConfigPatchFunctionValue
         _guard(ctx, Kind.ID_MATCH, source, obj)
-        return ConfigPatchFunctionValue(source)
+        return kinds.ConfigPatchFunctionValue(source)
     if type(obj) is config_mod._Patch:
-        from .config_patch import ConfigPatchValue, check_changes
+        from .directives.config_patch import check_changes
         check_changes(obj.changes)
         _guard(ctx, Kind.ID_MATCH, source, obj)
-        return ConfigPatchValue(dict(obj.changes), source)
+        return kinds.ConfigPatchValue(dict(obj.changes), source)
     if obj is torch._check or obj is torch._check_is_size:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.CheckValue(obj, source)
@@ -291,19 +293,19 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.FunctionType and obj is autograd_function.APPLY:
         return autograd_function.ApplyValue()   # (bind_attr guarded the classmethod)
     if t is types.FunctionType:
-        from .per_call_classes import reached_through_per_call_class
+        from .objects.per_call_classes import reached_through_per_call_class
         per_call = source is not None and reached_through_per_call_class(ctx, source)
         # (a closure's cells are read through it; which cells it holds is
-        # guarded where it matters: values/closure_aliasing.py)
+        # guarded where it matters: values/functions/closure_aliasing.py)
         nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__
-        from .closure_aliasing import cells_bound
+        from .functions.closure_aliasing import cells_bound
         if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
                 and not torch_ops.is_graph_function(obj) and cells_bound(obj):
             # a function made anew on every call (api's automatic-generic
             # bookkeeping, a closure-free function defined inside another one
             # handed in as an argument -- a lambda its caller makes per call,
             # which torch.compile guards by code too -- or a method of a class made per call:
-            # values/per_call_classes.py): what a call of it depends on is its code and
+            # values/objects/per_call_classes.py): what a call of it depends on is its code and
             # globals; closure cells and defaults are read through it.  (A
             # method a class decorator generates per class, dataclass's
             # __init__ and __repr__, has equal code, not the same object.)
@@ -331,8 +333,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             and source is not None:
         # ``tensor.add`` saved across a graph break
         from ..guards.sources import AttrSource
-        from .tensor import TensorMethodValue
-        return TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
+        return kinds.TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
     if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \
             or t.__name__ == "method-wrapper":
@@ -341,7 +342,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             return torch_ops.TorchFunctionValue(obj, source)
         return vbuiltins.BuiltinValue(obj, source)
     if isinstance(obj, type):
-        from .per_call_classes import statement_of, wrap_per_call_class
+        from .objects.per_call_classes import statement_of, wrap_per_call_class
         if statement_of(obj) is not None:   # made anew on every call by a class statement
             return wrap_per_call_class(ctx, obj, source)
         _guard(ctx, Kind.ID_MATCH, source, obj)
@@ -358,7 +359,7 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if ctx_value is not None:
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return ctx_value
-    from .thread_local import wrap_thread_local
+    from .objects.thread_local import wrap_thread_local
     tl = wrap_thread_local(ctx, obj, source)
     if tl is not None:
         return tl
@@ -370,17 +371,14 @@ def wrap_constant_result(result: Any) -> Value:
     if type(result) in _CONSTANT_TYPES or isinstance(result, enum.Enum) or isinstance(result, _META_CONSTANT_TYPES + (torch.Size, range, slice)):
         return ConstantValue(result)
     if type(result) in (tuple, list):
-        from .containers import ListValue, TupleValue
         items = [wrap_constant_result(r) for r in result]
-        return TupleValue(items) if type(result) is tuple else ListValue(items)
+        return kinds.TupleValue(items) if type(result) is tuple else kinds.ListValue(items)
     if type(result) is dict:
-        from .containers import DictValue
-        return DictValue({k: wrap_constant_result(v) for k, v in result.items()})
+        return kinds.DictValue({k: wrap_constant_result(v) for k, v in result.items()})
     if isinstance(result, (frozenset, set)):
         if isinstance(result, frozenset):
             return ConstantValue(result)
-        from .containers import SetValue
-        return SetValue(result)   # a new set: mutable, its own Value
+        return kinds.SetValue(result)   # a new set: mutable, its own Value
     np = sys.modules.get("numpy")
     if np is not None and isinstance(result, np.generic) and not isinstance(result, (np.object_, np.void)):
         return ConstantValue(result)   # a NumPy scalar (np.pi * np.float32(2)): immutable

@@ -79,8 +79,8 @@ class ConstantMethodValue(Value):
         self.obj, self.name = obj, name
 
     def call(self, tx, args, kwargs):
-        from .containers import unwrap_constants
-        from .strings import method_arguments
+        from .containers.containers import unwrap_constants
+        from .operations.strings import method_arguments
         args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
         a, k = unwrap_constants(args, kwargs, what=f"{type(self.obj.value).__name__}.{self.name}()")
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...values.constant import ConstantValue
-from ...values.containers import DictValue, ListValue, SetValue, SliceValue, TupleValue, _key
+from ...values.containers.containers import DictValue, ListValue, SetValue, SliceValue, TupleValue, _key
 from ..pyversion import opcode
 
 
@@ -40,7 +40,7 @@ def set_add(f, inst):
 
 @opcode("SET_UPDATE")
 def set_update(f, inst):
-    from ...values import set_order
+    from ...values.containers import set_order
     v = f.pop()
     target = _target(f, inst.arg)
     snap = set_order.snapshot(f, v)
@@ -83,7 +83,7 @@ def _format(f, value, spec: str):
     from ...values.base import concrete
     value = concrete(f, value)
     if not value.is_python_constant():
-        from ...values.formatting import format_of
+        from ...values.operations.formatting import format_of
         text = format_of(f, value, spec)
         if text is None:
             raise Unsupported(f"formatting {value} into a string")
@@ -91,7 +91,7 @@ def _format(f, value, spec: str):
     try:
         return ConstantValue(format(value.as_python_constant(), spec))
     except (ValueError, TypeError) as e:  # a bad format spec: the program's own error
-        from ...values.operators import folded_exception
+        from ...values.operations.operators import folded_exception
         raise folded_exception(format, e) from None
 
 
@@ -101,7 +101,7 @@ def _convert(f, value, conv: int):
     value = concrete(f, value)
     if value.is_python_constant():
         return ConstantValue(_CONVERSIONS[conv](value.as_python_constant()))
-    from ...values.formatting import text_of
+    from ...values.operations.formatting import text_of
     text = text_of(f, value, "str" if conv == 1 else "repr")
     if text is None:
         raise Unsupported(f"formatting {value} into a string")
@@ -141,7 +141,7 @@ def _target(f, depth: int):
     from ...values.base import realize
     target = realize(f.ctx, f.stack[-depth])
     f.stack[-depth] = target
-    from ...values.containers import LazyListValue
+    from ...values.containers.containers import LazyListValue
     if target.source is not None and hasattr(target, "_check_mutable") and \
             not isinstance(target, LazyListValue):  # (its appends record themselves)
         target._check_mutable(f)
@@ -188,7 +188,7 @@ def _mapping_items(f, other, opname) -> dict:
     """The entries of a mapping that is not a dict, as CPython's dict_merge
     reads them: ``keys()``, then ``other[key]`` for each key (user Mapping
     subclasses, whose methods are inlined)."""
-    from ...values.objects import ObjectValue
+    from ...values.objects.objects import ObjectValue
     if not isinstance(other, ObjectValue):
         raise Unsupported(f"** unpacking of {other}")
     t = other.python_type()
@@ -196,7 +196,7 @@ def _mapping_items(f, other, opname) -> dict:
         if opname == "DICT_MERGE":
             raise Unsupported(f"** unpacking of {other}, which has no keys()")
         raise user_error(TypeError, f"'{t.__name__}' object is not a mapping")
-    from ...values.operators import getitem
+    from ...values.operations.operators import getitem
     keys = other.getattr(f, "keys").call(f, [], {})
     out = {}
     for k in f.iterate(keys):

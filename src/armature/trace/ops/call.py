@@ -11,8 +11,8 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported
 from ...values.base import NULL
 from ...values.constant import ConstantValue
-from ...values.containers import DictValue, TupleValue
-from ...values.functions import NestedFunctionValue
+from ...values.containers.containers import DictValue, TupleValue
+from ...values.functions.functions import NestedFunctionValue
 from ..pyversion import opcode
 
 
@@ -165,7 +165,7 @@ _INTRINSIC_STOPITERATION_ERROR = 3
 def call_intrinsic_1(f, inst):
     if inst.arg == _INTRINSIC_UNARY_POSITIVE:
         from ...values.constant import UNARY_OPS
-        from ...values.operators import unary_op
+        from ...values.operations.operators import unary_op
         f.push(unary_op(f, UNARY_OPS["UNARY_POSITIVE"], f.pop()))
     elif inst.arg == _INTRINSIC_LIST_TO_TUPLE:
         f.push(TupleValue(f.pop().items))
@@ -173,7 +173,7 @@ def call_intrinsic_1(f, inst):
         # a generator's handler: StopIteration escaping it becomes RuntimeError
         exc = f.stack[-1]
         if issubclass(exc.python_type(), StopIteration):
-            from ...values.generators import stop_iteration_error
+            from ...values.functions.generators import stop_iteration_error
             f.stack[-1] = stop_iteration_error(exc).value   # (RERAISE raises it out of the generator)
     else:
         raise Unsupported(f"the intrinsic {inst.argrepr} (CALL_INTRINSIC_1)")

@@ -3,9 +3,9 @@ class body, whose locals are a namespace (LOAD_NAME, STORE_NAME,
 DELETE_NAME, SETUP_ANNOTATIONS, 3.11's LOAD_CLASSDEREF, 3.12+'s
 LOAD_LOCALS / LOAD_FROM_DICT_OR_DEREF / LOAD_FROM_DICT_OR_GLOBALS).
 
-A class body runs as a frame with ``class_namespace`` set (values/class_def.py),
+A class body runs as a frame with ``class_namespace`` set (values/objects/class_def.py),
 and so does the code of ``eval(constant string)`` (``eval_namespace`` set too:
-values/eval_builtin.py); module-level code is never traced.
+values/operations/eval_builtin.py); module-level code is never traced.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class ClassNamespaceValue(Value):
 
 @opcode("LOAD_BUILD_CLASS")
 def load_build_class(f, inst):
-    from ...values.class_def import BuildClassValue
+    from ...values.objects.class_def import BuildClassValue
     f.push(BuildClassValue(f, f.ip - 1))
 
 
@@ -46,7 +46,7 @@ def _global_or_builtin(f, name: str) -> Value:
     v = load_global_value(f, name)
     kind = _BODY_DECORATORS.get(name)
     if kind is not None and not getattr(f, "eval_namespace", False) and v.is_python_constant() and v.as_python_constant() is kind:
-        from ...values.class_def import ClassBodyDecorator
+        from ...values.objects.class_def import ClassBodyDecorator
         return ClassBodyDecorator(kind)
     return v
 
@@ -73,7 +73,7 @@ def delete_name(f, inst):
 
 @opcode("SETUP_ANNOTATIONS")
 def setup_annotations(f, inst):
-    from ...values.containers import DictValue
+    from ...values.containers.containers import DictValue
     ns = _namespace(f)
     if "__annotations__" not in ns:
         ns["__annotations__"] = DictValue({})

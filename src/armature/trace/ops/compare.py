@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...values.constant import BINARY_OPS, COMPARE_OPS, UNARY_OPS, ConstantValue
-from ...values.operators import binary_op, compare_op, contains, is_same, unary_op
+from ...values.operations.operators import binary_op, compare_op, contains, is_same, unary_op
 from ..pyversion import opcode
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported
 from ...values.constant import ConstantValue
-from ...values.containers import IteratorValue
+from ...values.containers.containers import IteratorValue
 from ..pyversion import opcode
 from ..speculation import branch_truth
 

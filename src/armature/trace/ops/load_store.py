@@ -19,8 +19,8 @@ from ...guards.sources import global_source
 from ...values.base import NULL, LazyValue, get_attribute
 from ...values.builder import wrap
 from ...values.constant import ConstantValue
-from ...values.functions import CellValue, RealCellValue
-from ...values.operators import getitem
+from ...values.functions.functions import CellValue, RealCellValue
+from ...values.operations.operators import getitem
 from .. import pyversion
 from ..pyversion import opcode
 
@@ -28,7 +28,7 @@ from ..pyversion import opcode
 def _has_rule(obj) -> bool:
     """A function with a rule held as a constant: only armature's generated
     code does that (a resume function's ``frame_view.resolve``)."""
-    from ...values.builtins import RULES
+    from ...values.operations.builtins import RULES
     return isinstance(obj, types.FunctionType) and obj in RULES
 
 
@@ -277,7 +277,7 @@ def store_slice(f, inst):
 
 def _setitem(f, obj, index, value) -> None:
     import operator
-    from ...values.tensor import TensorValue, graph_call
+    from ...values.tensors.tensor import TensorValue, graph_call
     if isinstance(obj, TensorValue):
         graph_call(f, "call_function", operator.setitem, [obj, index, value], {})
         return

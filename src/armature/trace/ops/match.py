@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported
 from ...values.constant import ConstantValue
-from ...values.containers import DictValue, TupleValue, _key
+from ...values.containers.containers import DictValue, TupleValue, _key
 from ..pyversion import opcode
 
 from ...diagnostics.errors import UserException, user_error
@@ -119,7 +119,7 @@ def match_class(f, inst):
             raise user_error(TypeError, "called match pattern must be a type")
         raise Unsupported(f"a class pattern against {cls_v}")
     cls = cls_v.as_python_constant()
-    from ...values.builtins import RULES
+    from ...values.operations.builtins import RULES
     if not RULES[isinstance](f, subject, cls_v).as_python_constant():
         f.push(ConstantValue(None))
         return

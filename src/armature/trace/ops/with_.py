@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...values.constant import ConstantValue
-from ...values.exceptions import ExcInfoSlot, ExceptionValue
+from ...values.functions.exceptions import ExcInfoSlot, ExceptionValue
 from ..pyversion import opcode
 
 
@@ -49,7 +49,7 @@ def check_exc_match(f, inst):
 def _as_exception(f, v) -> ExceptionValue:
     if isinstance(v, ExceptionValue):
         return v
-    from ...values.objects import ClassValue
+    from ...values.objects.objects import ClassValue
     if isinstance(v, ClassValue) and issubclass(v.cls, BaseException):
         exc = v.call(f, [], {})
         if isinstance(exc, ExceptionValue):
@@ -126,14 +126,14 @@ def yield_value(f, inst):
 
 @opcode("GET_YIELD_FROM_ITER")
 def get_yield_from_iter(f, inst):
-    from ...values.generators import GeneratorValue
+    from ...values.functions.generators import GeneratorValue
     v = f.pop()
     f.push(v if isinstance(v, GeneratorValue) else f.get_iter(v))
 
 
 def _send_next(f):
     """The inner iterator's next value, or None when it is exhausted."""
-    from ...values.generators import GeneratorValue
+    from ...values.functions.generators import GeneratorValue
     sent = f.pop()
     receiver = f.stack[-1]
     if not (sent.is_python_constant() and sent.as_python_constant() is None):

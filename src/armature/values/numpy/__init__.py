@@ -11,6 +11,10 @@
 * this module  -- what the value builder asks: :func:`wrap_numpy_object`
                   (frame inputs, globals, numpy's objects) and the Source of
                   an ndarray input's tensor.
+
+May import at module level: the core (``values.base``, ``values.constant``,
+``values.builder``, ``values.kinds``) and ``tensors`` (an ndarray is a graph
+tensor).  Anything else is reached inside a function.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, Source
 from ..constant import ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import targets
 from .functions import (NumpyClassValue, NumpyFunctionValue, TorchFromNumpyValue, _namespace, is_bridge,
                         is_numpy_callable, tensor_numpy)

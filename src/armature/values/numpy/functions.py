@@ -15,12 +15,13 @@ import functools
 import torch
 
 from ...diagnostics.errors import Unsupported
-from ..base import CallableConstantValue, Value, realize
+from ..base import CallableConstantValue, Value, realize, concrete
 from ..constant import ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import shadow as sh
 from . import targets
 from .ndarray import _BREAK, NdarrayValue, graph_args, node_call
+from .. import kinds
 
 #: NumPy functions answered with real NumPy while tracing: their results are
 #: dtypes, booleans or numbers that depend on dtypes only, never on data
@@ -105,7 +106,6 @@ def fold_on_shadows(tx, what, fn, args, kwargs) -> Value:
 
 
 def _constant(tx, v: Value):
-    from ..base import concrete
     v = concrete(tx, v)
     if isinstance(v, NdarrayValue):
         return v.shadow
@@ -161,7 +161,7 @@ class NumpyClassValue(CallableConstantValue):
 def tensor_numpy(tx, t: TensorValue, args, kwargs) -> Value:
     """``t.numpy()`` (``force=`` too): an ndarray over the same tensor, as in
     eager (writes through either are seen through the other)."""
-    from ..containers import unwrap_constants
+    from ..containers.containers import unwrap_constants
     a, k = unwrap_constants(args, kwargs, what="Tensor.numpy()")
     force = bool(a[0]) if a else bool(k.pop("force", False))
     if k or len(a) > 1:
@@ -172,17 +172,17 @@ def tensor_numpy(tx, t: TensorValue, args, kwargs) -> Value:
     if not force and (fake.requires_grad or fake.device.type != "cpu" or fake.is_conj() or fake.is_neg()):
         raise Unsupported("Tensor.numpy() of a tensor that requires grad, is not on the CPU, or has a conj/neg "
                           "bit: eager raises", hint=_BREAK)
-    from ..tensor import _real_of, graph_call
+    from ..tensors.tensor import _real_of
     real = None
     if t.source is not None:
         try:
             real = _real_of(tx, t)
         except Unsupported:
             real = None
-    view = graph_call(tx, "call_method", "detach", [t], {})
+    view = kinds.graph_call(tx, "call_method", "detach", [t], {})
     if force:
         for m in ("cpu", "resolve_conj", "resolve_neg"):
-            view = graph_call(tx, "call_method", m, [view], {})
+            view = kinds.graph_call(tx, "call_method", m, [view], {})
     return NdarrayValue(view, sh.shadow_of_tensor(fake, real))
 
 
@@ -198,9 +198,7 @@ class TorchFromNumpyValue(CallableConstantValue):
             if fn is torch.from_numpy:
                 raise Unsupported("torch.from_numpy() of something that is not an ndarray in the trace",
                                   hint=_BREAK)
-            from ..torch_ops import TorchFunctionValue
-            return TorchFunctionValue(fn, self.source).call(tx, args, kwargs)
-        from ..tensor import graph_call
+            return kinds.TorchFunctionValue(fn, self.source).call(tx, args, kwargs)
         if first.scalar and fn is torch.from_numpy:
             from ...diagnostics.errors import user_error
             raise user_error(TypeError, f"expected np.ndarray (got {first.python_type().__name__})")
@@ -208,11 +206,11 @@ class TorchFromNumpyValue(CallableConstantValue):
             raise Unsupported(f"torch.{fn.__name__}() of an ndarray with these arguments", hint=_BREAK)
         t = first.tensor
         if fn is torch.tensor:
-            t = graph_call(tx, "call_method", "clone", [t], {})
+            t = kinds.graph_call(tx, "call_method", "clone", [t], {})
         if kwargs:
             if set(kwargs) - {"dtype", "device"}:
                 raise Unsupported(f"torch.{fn.__name__}() of an ndarray with {sorted(kwargs)}", hint=_BREAK)
-            t = graph_call(tx, "call_method", "to", [t], kwargs)
+            t = kinds.graph_call(tx, "call_method", "to", [t], kwargs)
         return t
 
     def __repr__(self):

@@ -15,11 +15,12 @@ import operator
 import torch
 
 from ...diagnostics.errors import Unsupported
-from ..base import Value, realize
+from ..base import Value, realize, concrete
 from ..constant import INPLACE_TO_BINARY, ConstantValue
-from ..tensor import TensorValue
+from ..tensors.tensor import TensorValue
 from . import shadow as sh
 from . import targets
+from .. import kinds
 
 _BREAK = "without fullgraph the frame is split here (a graph break) and NumPy runs it as Python"
 
@@ -193,8 +194,6 @@ def graph_args(tx, v: Value):
     """(node argument, fake argument, shadow argument) of a Value passed to
     NumPy code.  Tensors reach the graph as ndarrays only; a torch.Tensor
     passed to NumPy is not modelled (eager converts it through __array__)."""
-    from ..base import concrete
-    from ..containers import ListValue, SliceValue, TupleValue
     v = concrete(tx, v)
     np = sh.np()
     if isinstance(v, NdarrayValue):
@@ -202,13 +201,13 @@ def graph_args(tx, v: Value):
     if isinstance(v, TensorValue):
         raise Unsupported("a torch.Tensor passed to NumPy code (eager converts it with __array__, leaving torch)",
                           hint="convert it explicitly with t.numpy(), or " + _BREAK)
-    if isinstance(v, (TupleValue, ListValue)):
-        if isinstance(v, TupleValue) and v.cls is not tuple:
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
+        if isinstance(v, kinds.TupleValue) and v.cls is not tuple:
             raise Unsupported(f"a {v.cls.__name__} passed to NumPy code", hint=_BREAK)
         parts = [graph_args(tx, i) for i in v.items]
-        kind = tuple if isinstance(v, TupleValue) else list
+        kind = tuple if isinstance(v, kinds.TupleValue) else list
         return tuple(kind(p[i] for p in parts) for i in range(3))
-    if isinstance(v, SliceValue):
+    if isinstance(v, kinds.SliceValue):
         parts = [graph_args(tx, i) for i in (v.start, v.stop, v.step)]
         return tuple(slice(*(p[i] for p in parts)) for i in range(3))
     if v.is_python_constant():
@@ -228,9 +227,8 @@ def graph_args(tx, v: Value):
 
 
 def _constant_tree(c):
-    from ..containers import ListValue, TupleValue
     items = [_constant_tree(i) if isinstance(i, (tuple, list)) else ConstantValue(i) for i in c]
-    return TupleValue(items) if type(c) is tuple else ListValue(items)
+    return kinds.TupleValue(items) if type(c) is tuple else kinds.ListValue(items)
 
 
 def constant_scalar(tx, c) -> NdarrayValue:
@@ -304,7 +302,6 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
         if type(shadow) not in (tuple, list) or len(shadow) != len(example):
             raise Unsupported(f"{what} returns a {type(shadow).__name__} in NumPy and a "
                               f"{type(example).__name__} in torch._numpy", hint=_BREAK)
-        from ..containers import ListValue, TupleValue
         items = []
         for i, (e, s) in enumerate(zip(example, shadow)):
             if isinstance(e, torch.Tensor):
@@ -314,7 +311,7 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
                 items.append(wrap_result(tx, what, sub, e, s))
             else:
                 items.append(_constant_result(what, e, s))
-        return ListValue(items) if type(shadow) is list else TupleValue(items)
+        return kinds.ListValue(items) if type(shadow) is list else kinds.TupleValue(items)
     if example is None:   # (an in-place operator: a[i] = v)
         return ConstantValue(None)
     tx.ctx.graph.erase(node)
@@ -329,7 +326,7 @@ def _constant_result(what, example, shadow) -> Value:
     return ConstantValue(example)
 
 
-# --- operators (values/operators.py asks these first) ------------------------------
+# --- operators (values/operations/operators.py asks these first) ------------------------------
 
 def is_numpy_operand(v) -> bool:
     return isinstance(v, NdarrayValue)

@@ -9,6 +9,13 @@ Builtin (C) functions of these modules get rules in ``builtins.RULES``,
 registered when the modules are imported; importing this package imports
 them all (builtins.py does, before anything is wrapped).
 
+May import at module level: the core (``values.base``, ``values.constant``,
+``values.builder``, ``values.kinds``), ``containers``, ``objects`` and
+``operations.builtins`` (to register rules; ``operations.builtins`` imports
+this package back, the one circle of the layer at module level besides
+``objects``/``functions``).  Anything else is reached inside a function, a
+value kind through ``values.kinds``.
+
 Everything here follows CPython 3.11's C implementations (Modules/
 _functoolsmodule.c, itertoolsmodule.c, _collectionsmodule.c, _operator.c):
 the same evaluation order, laziness and error conditions.  Where an error is

@@ -1,5 +1,5 @@
 """abc: ``@abc.abstractmethod`` on a method of a class statement in the
-frame (values/class_def.py): it marks the function the class body made,
+frame (values/objects/class_def.py): it marks the function the class body made,
 applied again to the real stand-in and to the rebuilt function."""
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import abc
 
 from ...diagnostics.errors import Unsupported
 from .common import _std_function
+from .. import kinds
 
 
 def _abstractmethod(tx, fn):
-    from ..class_def import DecoratedFunctionValue
-    from ..functions import NestedFunctionValue
-    if not isinstance(fn, NestedFunctionValue):
+    if not isinstance(fn, kinds.NestedFunctionValue):
         raise Unsupported(f"abc.abstractmethod({fn}) outside a class statement of the frame")
-    return DecoratedFunctionValue(abc.abstractmethod, fn)
+    return kinds.DecoratedFunctionValue(abc.abstractmethod, fn)
 
 
 _std_function(abc.abstractmethod, _abstractmethod)

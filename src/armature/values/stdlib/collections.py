@@ -13,11 +13,12 @@ from ...guards.guard import Kind
 from ...guards.sources import AttrSource, ItemSource
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers import BoundContainerMethod, DictValue, TupleValue, _key, _key_error
-from ..keys import emit_key, key_value
+from ..containers.containers import BoundContainerMethod, DictValue, TupleValue, _key, _key_error
+from ..containers.keys import emit_key, key_value
 from .common import (_TYPE_HANDLERS, _callable, _guard, _index, _is_none, _iter, _next, _std_class,
                      _wrap)
 from .itertools import LazyIterator
+from .. import kinds
 
 
 def _refuse_outside_mutation(value: Value, what: str):
@@ -179,7 +180,7 @@ def _make_defaultdict(tx, *args, **kwargs):
 def _wrap_dict_items(ctx, obj, source):
     keys = list(obj)
     if not all(type(k) in (str, int, bool) for k in keys):
-        from ..keys import wrap_by_position   # keys that are objects (tensors, modules...)
+        from ..containers.keys import wrap_by_position   # keys that are objects (tensors, modules...)
         return wrap_by_position(ctx, obj, source)
     _guard(ctx, Kind.TYPE_MATCH, source, type(obj))
     _guard(ctx, Kind.DICT_KEYS, source, keys)
@@ -287,7 +288,7 @@ class DequeValue(Value):
         return DequeIterator(self)
 
     def contains(self, tx, item) -> bool:
-        from ..operators import values_equal
+        from ..operations.operators import values_equal
         return any(values_equal(tx, item, x) for x in list(self.items))
 
     def _mutate(self, tx, what):
@@ -305,8 +306,7 @@ class DequeValue(Value):
         return i
 
     def getitem(self, tx, index):
-        from ..containers import SliceValue
-        if isinstance(index, SliceValue):
+        if isinstance(index, kinds.SliceValue):
             raise user_error(TypeError, "sequence index must be integer, not 'slice'")
         return self.items[self._norm_index(index)]
 
@@ -355,7 +355,7 @@ class DequeValue(Value):
             self.items[:] = self.items[-n:] + self.items[:-n]
 
     def method(self, tx, name, args, kwargs):
-        from ..operators import values_equal
+        from ..operations.operators import values_equal
         items = self.items
         if kwargs:
             raise user_error(TypeError, f"deque.{name}() takes no keyword arguments")

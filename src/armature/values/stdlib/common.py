@@ -18,10 +18,12 @@ from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource
 from ..base import LazyValue, Value
-from ..builtins import BuiltinValue
+from ..operations.builtins import BuiltinValue
 from ..constant import ConstantValue
-from ..containers import IteratorValue
-from ..objects import ClassValue
+from ..containers.containers import IteratorValue
+from ..objects.objects import ClassValue
+from ..builder import wrap
+from .. import kinds
 
 _MISSING = object()
 #: the most items an iterator is materialized into (list(), tuple(), ...)
@@ -39,7 +41,6 @@ def _r(tx, v):
 
 
 def _wrap(ctx, obj, source) -> Value:
-    from ..builder import wrap
     return wrap(ctx, obj, source)
 
 
@@ -92,10 +93,9 @@ def _index(v: Value, what: str) -> int:
 
 def _callable(tx, v: Value) -> bool:
     """``callable(v)``: ``type(v)`` defines ``__call__``."""
-    from ..functions import BoundMethodValue, _Function
-    from .functools import PartialValue
+    from ..functions.functions import _Function
     v = _r(tx, v)
-    if isinstance(v, (_Function, BoundMethodValue, PartialValue, _StdCallable, ClassValue, BuiltinValue)):
+    if isinstance(v, (_Function, kinds.BoundMethodValue, kinds.PartialValue, _StdCallable, ClassValue, BuiltinValue)):
         return True
     if isinstance(v, ConstantValue):
         return callable(v.value)
@@ -106,9 +106,8 @@ def _callable(tx, v: Value) -> bool:
 def _wrap_scalar_or(ctx, obj, source) -> Value:
     """An attribute value: immutable scalars fold, anything else is wrapped
     (and guarded) through its source."""
-    from .enum import EnumMemberValue
     if type(obj) in _SCALAR_TYPES or isinstance(obj, enum.Enum):
-        return ConstantValue(obj) if not isinstance(obj, enum.Enum) else EnumMemberValue(obj, None)
+        return ConstantValue(obj) if not isinstance(obj, enum.Enum) else kinds.EnumMemberValue(obj, None)
     if type(obj) is tuple and all(type(i) in _SCALAR_TYPES for i in obj):
         return ConstantValue(obj)
     if source is None:

@@ -25,6 +25,7 @@ from ...diagnostics.errors import Unsupported
 from ..base import realize
 from ..constant import ConstantValue
 from .common import _std_function
+from .. import kinds
 
 _OVERRIDES = ("__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__", "__getnewargs__",
               "__getnewargs_ex__", "__slots__", "__getattr__", "__getattribute__", "__class_getitem__")
@@ -48,8 +49,6 @@ class _DeepCopier:
         self.keep: list = []
 
     def copy(self, v):
-        from ..containers import DictValue, ListValue, TupleValue
-        from ..objects import ObjectValue
         tx = self.tx
         v = realize(tx.ctx, v)
         done = self.memo.get(id(v))
@@ -58,31 +57,31 @@ class _DeepCopier:
         self.keep.append(v)
         if isinstance(v, ConstantValue) and isinstance(v.value, _ATOMIC) and not isinstance(v.value, tuple):
             return v
-        if type(v) is ObjectValue and _plain_class(v.cls) and not getattr(v, "contents", None):
-            from ..builtin_subclasses import _new_instance
+        if type(v) is kinds.ObjectValue and _plain_class(v.cls) and not getattr(v, "contents", None):
+            from ..objects.builtin_subclasses import _new_instance
             new = _new_instance(v.cls, None)
             self.memo[id(v)] = new
             for k in v.dict_keys(tx):
                 new.attrs[k] = self.copy(v.dict_get(tx, k))
             return new
-        if isinstance(v, ListValue) and v.python_type() is list:
-            new = ListValue([])
+        if isinstance(v, kinds.ListValue) and v.python_type() is list:
+            new = kinds.ListValue([])
             self.memo[id(v)] = new
             new.items.extend(self.copy(i) for i in v.unpack(tx))
             return new
-        if isinstance(v, TupleValue) and v.python_type() is tuple:
+        if isinstance(v, kinds.TupleValue) and v.python_type() is tuple:
             items = [self.copy(i) for i in v.unpack(tx)]
             done = self.memo.get(id(v))   # (a cycle through the tuple)
             if done is not None:
                 return done
             if all(a is b for a, b in zip(items, v.items)):
                 return v
-            return TupleValue(items)
-        if isinstance(v, DictValue) and v.python_type() is dict and type(v).__name__ == "DictValue":
-            from ..keys import has_value_keys
+            return kinds.TupleValue(items)
+        if isinstance(v, kinds.DictValue) and v.python_type() is dict and type(v).__name__ == "DictValue":
+            from ..containers.keys import has_value_keys
             if has_value_keys(v.items):
                 raise Unsupported("copy.deepcopy of a dict keyed by objects")
-            new = DictValue({})
+            new = kinds.DictValue({})
             self.memo[id(v)] = new
             for k, item in list(v.items.items()):
                 if not isinstance(k, _ATOMIC):

@@ -10,12 +10,13 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers import DictValue, ListValue, TupleValue
-from ..objects import ClassValue
+from ..containers.containers import DictValue, ListValue, TupleValue
+from ..objects.objects import ClassValue
 from .collections import OrderedDictValue
 from .common import _SCALAR_TYPES, _guard, _r, _register_object, _std_function, _wrap
 from .enum import EnumMemberValue
 from .namedtuple import NamedTupleValue
+from .. import kinds
 
 
 class FieldValue(ConstantValue):
@@ -97,14 +98,13 @@ def _replace(tx, obj, *args, **changes):
 
 def _deepcopy_leaf(tx, v: Value) -> Value:
     """``copy.deepcopy`` of a non-container leaf, where it is exact."""
-    from ..tensor import TensorValue, graph_call
     if isinstance(v, EnumMemberValue):
         return v
     if isinstance(v, ConstantValue) and (type(v.value) in _SCALAR_TYPES or type(v.value) in (range, slice)):
         return v
     if isinstance(v, ConstantValue) and type(v.value) is tuple and all(type(i) in _SCALAR_TYPES for i in v.value):
         return v
-    if isinstance(v, TensorValue):
+    if isinstance(v, kinds.TensorValue):
         fake = v.fake
         # deepcopy copies the whole storage and keeps strides/offset; it makes a
         # leaf (requires_grad kept) and copies .grad and attributes.  A clone is
@@ -112,7 +112,7 @@ def _deepcopy_leaf(tx, v: Value) -> Value:
         if v.source is None and type(fake).__name__ in ("FakeTensor", "Tensor") and not fake.requires_grad \
                 and fake.is_contiguous() and fake.storage_offset() == 0 \
                 and fake.untyped_storage().nbytes() == fake.numel() * fake.element_size():
-            return graph_call(tx, "call_method", "clone", [v], {})
+            return kinds.graph_call(tx, "call_method", "clone", [v], {})
         raise Unsupported("copy.deepcopy of a tensor inside dataclasses.asdict/astuple",
                           hint="deepcopy keeps storage, strides, requires_grad and .grad; "
                                "this frame runs eagerly")
@@ -173,8 +173,8 @@ def _is_builtin_class(v: Value, cls: type) -> bool:
 
 def _dataclass(tx, cls=None, **kwargs):
     """``@dataclasses.dataclass`` (with or without arguments) on a class made
-    by a class statement in the frame (values/class_def.py)."""
-    from ..class_def import decorate_made_class
+    by a class statement in the frame (values/objects/class_def.py)."""
+    from ..objects.class_def import decorate_made_class
     from .common import _StdCallable
     if cls is None or isinstance(cls, ConstantValue) and cls.value is None:
         return _StdCallable(lambda tx_, c: decorate_made_class(tx_, dataclasses.dataclass, c, kwargs),

@@ -12,7 +12,7 @@ import types
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ..constant import ConstantValue
-from ..objects import ClassValue
+from ..objects.objects import ClassValue
 from .common import _FALLBACK_HANDLERS, _MISSING, _attr_src, _const, _guard, _wrap, _wrap_scalar_or
 
 
@@ -20,7 +20,7 @@ def _enum_attr(tx, member, name: str, source):
     """``member.name`` for names that are not Enum's own properties."""
     cls = type(member)
     d = member.__dict__
-    from ..objects import bind_attr, find_class_attr
+    from ..objects.objects import bind_attr, find_class_attr
     raw, owner = find_class_attr(cls, name)
     is_data = raw is not _MISSING and (hasattr(type(raw), "__set__") or hasattr(type(raw), "__delete__"))
     if name in d and not is_data:

@@ -10,11 +10,13 @@ import gc
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ...guards.sources import AttrSource
-from ..base import Value
-from ..builtins import RULES
-from ..containers import DictValue, TupleValue
+from ..base import Value, concrete
+from ..operations.builtins import RULES
+from ..containers.containers import DictValue, TupleValue
 from .common import (_MISSING, _TYPE_HANDLERS, _attr_src, _callable, _guard, _iter, _next,
                      _no_kwargs, _std_class, _wrap)
+from ..builder import wrap
+from ..constant import ConstantValue
 
 
 class PartialValue(Value):
@@ -56,7 +58,6 @@ class PartialValue(Value):
             if owner is None:
                 raise user_error(AttributeError, f"'functools.partial' object has no attribute {name!r}")
             if type(vars(owner)[name]) in (str, type(None)):
-                from ..constant import ConstantValue
                 return ConstantValue(vars(owner)[name])
         raise Unsupported(f"attribute {name!r} of a functools.partial")
 
@@ -65,7 +66,7 @@ class PartialValue(Value):
             return self.source.emit(out)
         d = getattr(self, "instance_dict", None)
         if d is not None:   # (the frame read p.__dict__: the rebuilt partial gets that very dict)
-            from ..functions import set_function_attributes
+            from ..functions.functions import set_function_attributes
             out.instr("PUSH_NULL")
             out.load_const(set_function_attributes)
         out.instr("PUSH_NULL")
@@ -172,7 +173,6 @@ class LruCacheValue(Value):
         return type(self.fn)
 
     def call(self, tx, args, kwargs):
-        from ..base import concrete
         name = self.fn.__qualname__
         hint = ("a cached call reads and fills the cache; this one is kept out of the graph "
                 "(call the undecorated function, fn.__wrapped__, to trace it)")
@@ -199,7 +199,6 @@ class LruCacheValue(Value):
                                 consts={"___g": _answers, "___c": self.fn, "___a": tuple(a), "___k": k,
                                         "___v": real},
                                 label=f"{name}(...) == {real!r}"))
-        from ..constant import ConstantValue
         return ConstantValue(real)
 
     def getattr(self, tx, name):
@@ -231,7 +230,6 @@ def _speculate_pure(tx, lru: LruCacheValue, args, kwargs, name: str, hint: str):
     from ...diagnostics.errors import UserException
     from ...graph.dynamic import DynamicPolicy
     from ...trace.inline import make_frame
-    from ..builder import wrap
     wrapped = lru.fn.__wrapped__
     if not isinstance(wrapped, type(_speculate_pure)):
         raise Unsupported(f"calling the lru_cache-wrapped {name}, which is not a Python function", hint=hint)

@@ -11,9 +11,10 @@ import operator
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers import IteratorValue, TupleValue
+from ..containers.containers import IteratorValue, TupleValue
 from .common import (MAX_MATERIALIZE, _StdCallable, _const, _index, _is_none, _iter, _next,
                      _no_kwargs, _r, _std_class)
+from .. import kinds
 
 
 class LazyIterator(IteratorValue):
@@ -109,7 +110,7 @@ class CountIterator(LazyIterator):
         return True
 
     def next(self, tx):
-        from ..operators import binary_op
+        from ..operations.operators import binary_op
         v = self.cur = _r(tx, self.cur)
         self.cur = binary_op(tx, operator.add, v, _r(tx, self.step))
         return v
@@ -237,7 +238,7 @@ class AccumulateIterator(LazyIterator):
         return _infinite(self.it)
 
     def next(self, tx):
-        from ..operators import binary_op
+        from ..operations.operators import binary_op
         if self.initial is not None:
             self.total, self.initial = self.initial, None
             return self.total
@@ -514,8 +515,7 @@ def _count(tx, start=None, step=None, **kwargs):
             if not isinstance(v.value, numbers.Number):
                 raise user_error(TypeError, "a number is required")
         elif not isinstance(v, ConstantValue):
-            from ..tensor import TensorValue
-            if not isinstance(v, TensorValue):
+            if not isinstance(v, kinds.TensorValue):
                 raise Unsupported(f"itertools.count() over {v}")
     return CountIterator(start, step)
 

@@ -12,9 +12,9 @@ import operator
 
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value
-from ..builtins import RULES
+from ..operations.builtins import RULES
 from ..constant import ConstantValue
-from ..containers import TupleValue
+from ..containers.containers import TupleValue
 from .common import _index, _is_none, _iter, _next, _no_kwargs, _r
 from .itertools import LazyIterator, _infinite
 
@@ -67,7 +67,7 @@ class EnumerateIterator(LazyIterator):
         return _infinite(self.it)
 
     def next(self, tx):
-        from ..operators import binary_op
+        from ..operations.operators import binary_op
         v = _next(tx, self.it)
         if v is None:
             return None
@@ -136,7 +136,7 @@ class CallableIterator(LazyIterator):
 
     def next(self, tx):
         from ...diagnostics.errors import UserException
-        from ..operators import values_equal
+        from ..operations.operators import values_equal
         if self.exhausted:
             return None
         try:

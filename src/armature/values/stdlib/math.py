@@ -7,16 +7,16 @@ import math
 import operator
 
 from ...diagnostics.errors import user_error
-from ..builtins import RULES, fold_call
+from ..operations.builtins import RULES, fold_call
 from ..constant import ConstantValue
-from ..containers import ListValue
+from ..containers.containers import ListValue
 from .common import _r
 
 
 def _math_prod(tx, iterable, *rest, start=None, **kwargs):
     if rest or kwargs:
         raise user_error(TypeError, "prod() takes exactly 1 positional argument")
-    from ..operators import binary_op
+    from ..operations.operators import binary_op
     start = start if start is not None else ConstantValue(1)
     items = tx.iterate(iterable)
     if start.is_python_constant() and all(i.is_python_constant() for i in items):

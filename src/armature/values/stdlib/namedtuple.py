@@ -13,8 +13,8 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ...guards.sources import AttrSource, ItemSource
 from ..constant import ConstantValue
-from ..containers import BoundContainerMethod, DictValue, TupleValue
-from ..objects import ClassValue
+from ..containers.containers import BoundContainerMethod, DictValue, TupleValue
+from ..objects.objects import ClassValue
 from .common import (_FALLBACK_HANDLERS, _MISSING, _StdCallable, _guard, _wrap, _wrap_scalar_or)
 
 
@@ -127,7 +127,7 @@ class NamedTupleValue(TupleValue):
             raise Unsupported(f"attribute {name!r} of a {cls.__name__} instance that has a __dict__")
         if raw is _MISSING:
             raise user_error(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
-        from ..objects import bind_attr, find_class_attr
+        from ..objects.objects import bind_attr, find_class_attr
         raw, owner = find_class_attr(cls, name)
         if getattr(raw, "__objclass__", None) is tuple or owner is tuple:
             raise Unsupported(f"tuple.{name} of a namedtuple")

@@ -11,14 +11,15 @@ import operator
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
 from ..base import Value
-from ..builtins import RULES, fold_call
+from ..operations.builtins import RULES, fold_call
 from ..constant import ConstantValue
-from ..containers import DictValue, ListValue, TupleValue
+from ..containers.containers import DictValue, ListValue, TupleValue
 from .common import _SCALAR_TYPES, _TYPE_HANDLERS, _guard, _iter, _next, _no_kwargs, _r, _std_class
+from .. import kinds
 
 
 def _register_operator_rules():
-    from .. import operators as ops
+    from ..operations import operators as ops
 
     def binary(fn):
         return lambda tx, a, b: ops.binary_op(tx, fn, a, b)
@@ -52,9 +53,8 @@ def _register_operator_rules():
     RULES[operator.getitem] = lambda tx, a, b: ops.getitem(tx, a, b)
 
     def _setitem(tx, a, b, c):
-        from ..tensor import TensorValue, graph_call
-        if isinstance(a, TensorValue):
-            graph_call(tx, "call_function", operator.setitem, [a, b, c], {})
+        if isinstance(a, kinds.TensorValue):
+            kinds.graph_call(tx, "call_function", operator.setitem, [a, b, c], {})
         elif hasattr(a, "setitem"):
             a.setitem(tx, b, c)
         else:
@@ -114,10 +114,9 @@ def _register_operator_rules():
     RULES[operator.indexOf] = _index_of
 
     def _length_hint(tx, obj, default=ConstantValue(0)):
-        from .collections import DequeValue
         if isinstance(obj, ConstantValue):
             return fold_call(operator.length_hint, [obj, default], {})
-        if isinstance(obj, (ListValue, TupleValue, DictValue, DequeValue)):
+        if isinstance(obj, (ListValue, TupleValue, DictValue, kinds.DequeValue)):
             return ConstantValue(obj.length(tx))
         raise Unsupported(f"operator.length_hint() of {obj}")
 
@@ -139,7 +138,7 @@ class ItemGetterValue(Value):
         return operator.itemgetter
 
     def call(self, tx, args, kwargs):
-        from ..operators import getitem
+        from ..operations.operators import getitem
         _no_kwargs("itemgetter", kwargs)
         if len(args) != 1:
             raise user_error(TypeError, f"itemgetter expected 1 argument, got {len(args)}")

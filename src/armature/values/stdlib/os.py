@@ -21,8 +21,9 @@ import types
 
 from ...diagnostics.errors import Unsupported, user_error
 from ..base import Value, realize
-from ..builtins import PURE_BUILTINS, RULES, fold_call
+from ..operations.builtins import PURE_BUILTINS, RULES, fold_call
 from ..constant import ConstantValue
+from .. import kinds
 
 #: functions of os.path that depend on nothing but their arguments
 _PURE_PATH_FUNCTIONS = ("join", "basename", "dirname", "split", "splitext", "splitdrive", "splitroot",
@@ -52,8 +53,7 @@ def _path_rule(fn):
             raise Unsupported(f"os.path.{fn.__name__}() of arguments that are not str/bytes constants",
                               hint="pass str paths (os.fspath(p) first), or compute the path outside the "
                                    "compiled function")
-        from ..functions import UserFunctionValue
-        return UserFunctionValue(fn, None).call(tx, list(args), kwargs)   # (inlined: os.fspath is modelled)
+        return kinds.UserFunctionValue(fn, None).call(tx, list(args), kwargs)   # (inlined: os.fspath is modelled)
     return handler
 
 

@@ -1,0 +1,104 @@
+"""``str()``, ``repr()``, ``format()`` and f-strings of user objects: the
+class's own ``__str__``/``__repr__``/``__format__`` (Python functions) are
+inlined, as CPython calls them; where the class inherits ``object``'s, its
+rules are followed (``object.__str__`` calls ``repr``, ``object.__format__``
+takes only an empty spec, ``object.__repr__`` names the class and the
+object's address, known for an object that existed before the frame).  The
+text is a constant of the trace; the dunders are guarded on the classes
+that define them, and their absence on the classes before ``object``.
+"""
+from __future__ import annotations
+
+import types
+
+from ...diagnostics.errors import Unsupported, user_error
+from ...guards.guard import Guard, Kind
+from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
+
+_DUNDER = {"str": "__str__", "repr": "__repr__"}
+
+
+def _lookup(tx, value, name: str):
+    """(raw, owner) of ``name`` on the value's class; the absence of a
+    Python-level one on the classes before its owner is guarded."""
+    from ..objects.objects import class_source, find_class_attr
+    cls = value.python_type()
+    raw, owner = find_class_attr(cls, name)
+    for klass in cls.__mro__:
+        if klass is owner:
+            break
+        tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass, tx.ctx), name))
+    return raw, owner
+
+
+def _recursion_guard_codes() -> frozenset:
+    """Code objects of wrappers that only stop a repr from recursing into
+    itself (dataclasses' generated __repr__, ``reprlib.recursive_repr``):
+    they keep a set keyed by ``id()`` and the thread, which the repr of a
+    non-recursive object never needs (a recursive one exceeds the inlining
+    depth and breaks)."""
+    import dataclasses
+    import reprlib
+    codes = {reprlib.recursive_repr()(lambda self: "").__code__}
+    make = getattr(dataclasses, "_recursive_repr", None)
+    if make is not None:
+        codes.add(make(lambda self: "").__code__)
+    return frozenset(codes)
+
+
+_RECURSION_GUARDS = _recursion_guard_codes()
+
+
+def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
+    fv = kinds.wrap_class_attr(tx, value.python_type(), name, raw, owner)
+    inner = getattr(raw, "__wrapped__", None)
+    if raw.__code__ in _RECURSION_GUARDS and isinstance(inner, types.FunctionType):
+        from ...guards.sources import AttrSource
+        fv = wrap(tx.ctx, inner, AttrSource(fv.source, "__wrapped__") if fv.source is not None else None)
+    result = fv.call(tx, [value, *args], {})
+    if not result.is_python_constant() or type(result.as_python_constant()) is not str:
+        raise Unsupported(f"{owner.__qualname__}.{name} returned {result}, not a string known while tracing")
+    return result.as_python_constant()
+
+
+def _is_user_object(value) -> bool:
+    return isinstance(value, kinds.ObjectValue) and type(value.cls) is type and \
+        not isinstance(getattr(value, "obj", None), BaseException)
+
+
+def text_of(tx, value, kind: str) -> str | None:
+    """``str(value)`` / ``repr(value)`` of a user object, or None when
+    ``value`` is not one (the caller's own rules apply)."""
+    if not _is_user_object(value):
+        return None
+    raw, owner = _lookup(tx, value, _DUNDER[kind])
+    if isinstance(raw, types.FunctionType):
+        return _call_dunder(tx, value, _DUNDER[kind], raw, owner)
+    if owner is not object:
+        raise Unsupported(f"{kind}() of {value.python_type().__qualname__}, whose {_DUNDER[kind]} is not "
+                          "a Python function")
+    if kind == "str":   # object.__str__ is repr()
+        return text_of(tx, value, "repr")
+    if value.is_new or value.source is None:
+        raise Unsupported(f"the default repr() of a {value.python_type().__qualname__} made in the frame "
+                          "(its address is not known while tracing)")
+    tx.ctx.guards.add(Guard(Kind.ID_MATCH, value.source, value.obj))
+    return object.__repr__(value.obj)
+
+
+def format_of(tx, value, spec: str) -> str | None:
+    """``format(value, spec)`` of a user object, or None."""
+    if not _is_user_object(value):
+        return None
+    raw, owner = _lookup(tx, value, "__format__")
+    if isinstance(raw, types.FunctionType):
+        return _call_dunder(tx, value, "__format__", raw, owner, [ConstantValue(spec)])
+    if owner is not object:
+        raise Unsupported(f"format() of {value.python_type().__qualname__}, whose __format__ is not a "
+                          "Python function")
+    if spec:
+        raise user_error(TypeError, f"unsupported format string passed to "
+                                    f"{value.python_type().__name__}.__format__")
+    return text_of(tx, value, "str")

@@ -1,0 +1,522 @@
+"""Tensors: an FX node plus its fake tensor.
+
+Metadata (shape, dtype, device, ...) is read from the fake tensor and folded
+to constants: sizes and strides are guarded on every graph input, so they are
+static for the life of a cache entry.
+"""
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+import torch
+import torch.fx
+
+from ...diagnostics.errors import Unsupported
+from ..base import Value, LazyValue, concrete, realize
+from ..constant import ConstantValue
+from ..builder import wrap
+from .. import kinds
+
+# Attributes that are plain metadata of the (guarded) tensor.
+META_ATTRS = frozenset({
+    "shape", "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu",
+    "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_leaf", "itemsize",
+    "is_mps", "is_xpu", "names",
+})
+# Attributes that are new tensors (views) computed from the tensor.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# Methods whose answer is metadata only (folded, no graph node).
+META_METHODS = frozenset({
+    "size", "stride", "dim", "ndimension", "numel", "nelement", "element_size",
+    "is_contiguous", "is_floating_point", "is_complex", "get_device", "is_signed",
+    "storage_offset", "is_inference", "__len__",
+})
+# Methods that need real data or change autograd state: never traced.
+UNTRACEABLE_METHODS = {
+    "item": "Tensor.item() reads a value out of the tensor",
+    "tolist": "Tensor.tolist() reads values out of the tensor",
+    "numpy": "Tensor.numpy() leaves torch",
+    "__array__": "converting to numpy leaves torch",
+    "data_ptr": "Tensor.data_ptr() depends on real memory",
+    "backward": "Tensor.backward() runs autograd",
+    "register_hook": "registering hooks inside compiled code",
+    "retain_grad": "Tensor.retain_grad() changes autograd state",
+    "requires_grad_": "Tensor.requires_grad_() changes autograd metadata",
+    "storage": "storage access", "untyped_storage": "storage access",
+    "__bool__": "bool() of a tensor depends on its data",
+    "__int__": "int() of a tensor depends on its data",
+    "__float__": "float() of a tensor depends on its data",
+    "__index__": "using a tensor as an index depends on its data",
+    "share_memory_": "Tensor.share_memory_()", "record_stream": "Tensor.record_stream()",
+    "set_": "Tensor.set_() swaps storage", "resize_": "Tensor.resize_()",
+}
+
+
+class TensorValue(Value):
+    def __init__(self, node: torch.fx.Node, fake: torch.Tensor, cls: type = torch.Tensor, source=None):
+        super().__init__(source)
+        self.node = node
+        self.fake = fake
+        self.cls = cls
+        #: Python attributes the trace gave this tensor (``t.tag = ...``)
+        self.attrs: dict[str, Value] = {}
+
+    def python_type(self):
+        return self.cls
+
+    def getattr(self, tx, name):
+        from .tensor_attrs import python_attribute
+        found = python_attribute(tx, self, name)
+        if found is not None:
+            return found
+        return self.tensor_attribute(tx, name)
+
+    def setattr(self, tx, name, value):
+        from .tensor_attrs import set_python_attribute
+        set_python_attribute(tx, self, name, value)
+
+    def tensor_attribute(self, tx, name):
+        """An attribute torch.Tensor itself defines (a read of one of its
+        properties is offered to a mode or overriding subclass first, as in
+        eager)."""
+        from . import torch_function
+        if torch_function.possible(tx.ctx) and torch_function.is_tensor_property(name):
+            handled = torch_function.dispatch(tx, "call_function", getattr, [self, ConstantValue(name)], {})
+            if handled is not None:
+                return handled
+        fake = self.fake
+        if name in META_ATTRS:
+            if name == "requires_grad" and self.source is None:
+                # Under no_grad results never require grad; fake propagation knows.
+                return ConstantValue(fake.requires_grad)
+            if name == "shape":
+                return shape_value(tx.ctx, self)
+            return ConstantValue(getattr(fake, name))
+        if name in TENSOR_ATTRS:
+            return graph_call(tx, "call_function", getattr, [self, ConstantValue(name)], {})
+        if name == "grad":
+            if self.source is None:
+                return ConstantValue(None) if fake.grad is None else _unsupported_attr(name)
+            from ...guards.sources import AttrSource
+            real = _real_of(tx, self)
+            return wrap(tx.ctx, real.grad, AttrSource(self.source, "grad"))
+        if name in ("data",):
+            return graph_call(tx, "call_method", "detach", [self], {})
+        if name == "__class__":   # (the tensor's guards fix its class)
+            return wrap(tx.ctx, self.cls, None)
+        attr = getattr(torch.Tensor, name, None)
+        if attr is None:
+            if getattr(self.cls, "__getattr__", None):
+                raise Unsupported(f"{self.cls.__name__} defines __getattr__ (reading {name!r})")
+            if self.source is not None:
+                from ...guards.guard import Guard, Kind
+                tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, self.source, name))
+            from ...diagnostics.errors import user_error
+            raise user_error(AttributeError, f"'{self.cls.__name__}' object has no attribute '{name}'")
+        if callable(attr):
+            return TensorMethodValue(self, name)
+        raise Unsupported(f"tensor attribute {name!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        return TensorMethodValue(self, name).call(tx, args, kwargs)
+
+    def unpack(self, tx):
+        if self.fake.dim() == 0:
+            raise Unsupported("iterating over a 0-d tensor")
+        return [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {})
+                for i in range(self.fake.shape[0])]
+
+    def length(self, tx):
+        if self.fake.dim() == 0:
+            raise Unsupported("len() of a 0-d tensor")
+        return int(self.fake.shape[0])   # (specialises a dynamic size: len() itself uses size_value)
+
+    def symbolic_length(self, tx) -> Value:
+        """``len(t)``: the size of dim 0, dynamic if that size is."""
+        if self.fake.dim() == 0:
+            raise user_error_len()
+        return size_value(tx.ctx, self, 0)
+
+    # --- data-dependent scalars (config.capture_scalar_outputs) ----------------
+    def scalar(self, tx, kind=None) -> Value:
+        """``t.item()`` (``int(t)``/``float(t)`` with ``kind``) as an unbacked
+        SymInt/SymFloat node of the graph."""
+        conversion = {int: "__int__", float: "__float__"}.get(kind, "item")
+        if not tx.ctx.capture_scalars:
+            raise Unsupported(UNTRACEABLE_METHODS[conversion],
+                              hint="set armature.config.capture_scalar_outputs = True to keep it in the graph "
+                                   "(or use fullgraph=True); without it the frame is split here")
+        hint = "without fullgraph the frame is split here (a graph break)"
+        if self.fake.numel() != 1:
+            raise Unsupported(f"{conversion}() of a tensor with {self.fake.numel()} elements", hint=hint)
+        floating = self.fake.is_floating_point() or self.fake.is_complex()
+        if kind is int and floating or kind is float and not floating or self.fake.is_complex():
+            raise Unsupported(f"{conversion}() of a {self.fake.dtype} tensor inside the graph", hint=hint)
+        return graph_call(tx, "call_method", "item", [self], {})
+
+    def to_list(self, tx) -> Value:
+        if self.fake.dim() == 0:
+            return self.scalar(tx)
+        n = self.fake.shape[0]
+        if isinstance(n, torch.SymInt) or self.fake.numel() > 64:
+            raise Unsupported("tolist() of a large or dynamically sized tensor inside the graph",
+                              hint="without fullgraph the frame is split here (a graph break); keep the values "
+                                   "in a tensor, or call tolist() outside the compiled function")
+        rows = [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {}) for i in range(n)]
+        return kinds.ListValue([r.to_list(tx) for r in rows])
+
+    def truth(self, tx):
+        raise Unsupported("the truth value of a tensor depends on its data (data-dependent control flow)",
+                          hint="without fullgraph the frame is split here (a graph break); use torch.where or torch.cond, or move the branch "
+                               "out of the compiled function")
+
+    def __repr__(self):
+        src = f" {self.source}" if self.source is not None else ""
+        return f"<Tensor{src} {tuple(self.fake.shape)} {self.fake.dtype}>"
+
+
+def _unsupported_attr(name):
+    raise Unsupported(f"tensor attribute {name!r} of an intermediate tensor")
+
+
+def _real_of(tx, value: TensorValue) -> torch.Tensor:
+    for gi in tx.ctx.graph.inputs:
+        if gi.node is value.node:
+            return gi.real
+    if value.node.op == "get_attr":
+        return tx.ctx.graph.attrs[value.node.target]
+    raise Unsupported("reading real state of an intermediate tensor")
+
+
+class TensorMethodValue(Value):
+    def __init__(self, tensor: TensorValue, name: str):
+        super().__init__()
+        self.tensor, self.name = tensor, name
+
+    def call(self, tx, args, kwargs):
+        name, t = self.name, self.tensor
+        if name in ("item", "tolist") and tx.ctx.capture_scalars and not args and not kwargs:
+            return t.scalar(tx) if name == "item" else t.to_list(tx)
+        if name == "numpy":
+            from ..numpy import tensor_numpy
+            return tensor_numpy(tx, t, args, kwargs)
+        if name == "type" and len(args) == 1 and not kwargs and _legacy_type(args[0]) is not None:
+            # x.type(torch.HalfTensor): x.to(device, dtype) of the legacy type (x itself when equal)
+            legacy = _legacy_type(args[0])
+            device = ConstantValue(torch.device("cuda" if legacy.is_cuda else "cpu"))
+            return TensorMethodValue(t, "to").call(tx, [], {"device": device, "dtype": ConstantValue(legacy.dtype)})
+        if name in UNTRACEABLE_METHODS:
+            raise Unsupported(UNTRACEABLE_METHODS[name],
+                              hint="without fullgraph the frame is split here (a graph break); keep the value a tensor to stay in one graph")
+        if name == "is_inference" and not args and not kwargs:
+            from .inference import is_inference
+            return ConstantValue(is_inference(tx, t))
+        if name in META_METHODS:
+            from ..containers.containers import unwrap_constants
+            a, k = unwrap_constants(args, kwargs, what=f"Tensor.{name}()")
+            if name == "size" and not k:
+                if not a:
+                    return shape_value(tx.ctx, t)
+                dim = a[0] + t.fake.dim() if isinstance(a[0], int) and a[0] < 0 else a[0]
+                if isinstance(dim, int) and 0 <= dim < t.fake.dim():
+                    return size_value(tx.ctx, t, dim)
+            return meta_result(tx.ctx, t, name, a, getattr(t.fake, name)(*a, **k))
+        result = graph_call(tx, "call_method", name, [t, *args], kwargs)
+        if _is_inplace_method(name):
+            return t
+        return result
+
+    def python_type(self):
+        from ..functions.functions import tensor_method_type
+        return tensor_method_type(self.tensor.python_type(), self.name)
+
+    def getattr(self, tx, name):
+        from ..functions.functions import tensor_method_attribute
+        return tensor_method_attribute(tx, self, name)
+
+    def reconstruct(self, out):
+        out.reconstruct(self.tensor)
+        out.instr("LOAD_ATTR", self.name)
+
+    def __repr__(self):
+        return f"<method Tensor.{self.name} of {self.tensor}>"
+
+
+def _legacy_type(v: Value):
+    """The legacy tensor type (``torch.HalfTensor``, ``torch.cuda.FloatTensor``)
+    a Value holds, or None; sparse ones are not modelled."""
+    cls = getattr(v, "cls", None)
+    if cls is None or type(cls).__name__ != "tensortype" or getattr(cls, "is_sparse", True):
+        return None
+    return cls
+
+
+def _is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_") or name in (
+        "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+        "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__")
+
+
+# --- conversions between Values and graph arguments ----------------------------
+
+def to_graph_arg(v: Value) -> tuple[Any, Any]:
+    """(node-side argument, fake-side argument) for a Value passed to an op."""
+    if type(v) is LazyValue:
+        v = v.realize()
+    if isinstance(v, kinds.SymbolicNumberValue):
+        if v.sym is not None:          # dynamic: a SymInt node of the graph
+            return v.as_node(), v.sym
+        v = v.specialize()             # lazily guarded: the graph is specialised on it
+    if isinstance(v, TensorValue):
+        return v.node, v.fake
+    if isinstance(v, ConstantValue):
+        return v.value, v.value
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
+        pairs = [to_graph_arg(i) for i in v.items]
+        kind = tuple if isinstance(v, kinds.TupleValue) and v.cls in (tuple, torch.Size) else list
+        if isinstance(v, kinds.TupleValue) and v.cls not in (tuple, torch.Size):
+            raise Unsupported(f"passing a {v.cls.__name__} to a torch op")
+        return kind(p[0] for p in pairs), kind(p[1] for p in pairs)
+    if isinstance(v, kinds.SliceValue):
+        parts = [to_graph_arg(i) for i in (v.start, v.stop, v.step)]
+        return slice(*(p[0] for p in parts)), slice(*(p[1] for p in parts))
+    if isinstance(v, kinds.DictValue):
+        pairs = {k: to_graph_arg(i) for k, i in v.items.items()}
+        return {k: p[0] for k, p in pairs.items()}, {k: p[1] for k, p in pairs.items()}
+    if isinstance(v, kinds.ModuleValue):
+        raise Unsupported("passing an nn.Module to a torch function")
+    raise Unsupported(f"passing {v} to a torch op")
+
+
+def _specialized(tx, v: Value) -> Value:
+    """Lazily guarded numbers inside an op's arguments take their (guarded)
+    value: the graph is specialised on them.  Dynamic ones stay SymInts."""
+    v = realize(tx.ctx, v)
+    if not (isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None):
+        v = concrete(tx, v)
+    if isinstance(v, kinds.TupleValue):
+        return kinds.TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
+    if type(v) is kinds.ListValue:
+        return kinds.ListValue([_specialized(tx, i) for i in v.items])
+    return v
+
+
+def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Add one op to the graph and wrap what it returns (after offering it
+    to an active TorchFunctionMode or overriding tensor subclass)."""
+    from . import torch_function
+    args = [realize(tx.ctx, a) for a in args]   # (wrapping an input may be what reveals a subclass)
+    kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
+    if torch_function.possible(tx.ctx):
+        handled = torch_function.dispatch(tx, kind, target, args, kwargs)
+        if handled is not None:
+            return handled
+    if kind == "call_method" and target == "as_subclass" or target is torch.Tensor.as_subclass:
+        return _as_subclass(tx, args, kwargs)
+    args = [_specialized(tx, a) for a in args]
+    kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
+    state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
+    if state_fn:
+        _check_state_query(target)
+    node_args, fake_args = zip(*[to_graph_arg(a) for a in args]) if args else ((), ())
+    node_kwargs = {k: to_graph_arg(v)[0] for k, v in kwargs.items()}
+    fake_kwargs = {k: to_graph_arg(v)[1] for k, v in kwargs.items()}
+    if state_fn:
+        return _call_state_query(tx, target, fake_args, fake_kwargs)
+    if tx.ctx.inference_regions:
+        from .inference import check_op
+        check_op(tx, kind, target, args, kwargs)
+    if kind == "call_method":
+        def run():
+            return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+    else:
+        def run():
+            return target(*fake_args, **fake_kwargs)
+    node, example = tx.ctx.graph.create_node(kind, target, tuple(node_args), node_kwargs, run)
+    if kind == "call_function" and not _has_tensor((fake_args, fake_kwargs)) and \
+            not _has_tensor(example):
+        # A pure function without tensors (a Python helper of torch, an ATen
+        # query such as torch.promote_types): its real answer, outside the
+        # tracer's fake mode.
+        tx.ctx.graph.erase(node)
+        try:
+            real = target(*fake_args, **fake_kwargs)
+        except Exception as e:
+            raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
+        return _constant_or_fail(real, node)
+    return wrap_example(tx, node, example)
+
+
+def _as_subclass(tx, args, kwargs) -> Value:
+    from . import torch_function
+    t = realize(tx.ctx, args[0])
+    cls = args[1] if len(args) > 1 else kwargs.get("cls")
+    if not isinstance(t, TensorValue) or cls is None or not realize(tx.ctx, cls).is_python_constant():
+        raise Unsupported("Tensor.as_subclass() with these arguments")
+    return torch_function.as_subclass(tx, t, realize(tx.ctx, cls).as_python_constant())
+
+
+def _is_state_function(target, args: list[Value], kwargs: dict[str, Value]) -> bool:
+    """A C function of torch outside ATen called without tensors: it reads or
+    changes global state (ATen factories such as torch.zeros are not)."""
+    from .torch_ops import is_aten_function
+    if not isinstance(target, types.BuiltinFunctionType) or is_aten_function(target):
+        return False
+    return not any(_holds_tensor(v) for v in (*args, *kwargs.values()))
+
+
+def _holds_tensor(v: Value) -> bool:
+    if isinstance(v, TensorValue):
+        return True
+    return isinstance(v, (kinds.ListValue, kinds.TupleValue)) and any(_holds_tensor(i) for i in v.items)
+
+
+def _check_state_query(target) -> None:
+    """Only a query of global state runs while tracing; anything else may
+    change it (``_push_on_torch_function_stack``, ``_vmap_increment_nesting``)
+    and must run for real, at run time: a graph break."""
+    from .torch_ops import is_state_query
+    if not is_state_query(target):
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", str(target))
+        raise Unsupported(f"torch function {name}() may change global state; armature does not run it "
+                          "while tracing",
+                          hint="without fullgraph the frame is split here (a graph break) and the call runs "
+                               "as Python")
+
+
+def _call_state_query(tx, target, args, kwargs) -> Value:
+    """A query of global state (``torch._C._is_any_autocast_enabled()``,
+    ``_len_torch_dispatch_stack()``): its real answer, outside the tracer's
+    fake mode, guarded on every call."""
+    from .torch_ops import IGNORED_STATE_FUNCTIONS
+    if getattr(target, "__name__", "") in IGNORED_STATE_FUNCTIONS:
+        return ConstantValue(None)
+    try:
+        real = target(*args, **kwargs)
+    except Exception as e:
+        raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
+    value = _constant_or_fail(real, target)
+    _guard_global_query(tx, target, args, kwargs, real)
+    return value
+
+
+def _has_tensor(obj) -> bool:
+    if isinstance(obj, torch.Tensor):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_has_tensor(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_has_tensor(o) for o in obj.values())
+    return False
+
+
+def _guard_global_query(tx, fn, args, kwargs, result) -> None:
+    from ...guards.guard import Guard, Kind
+    consts = {"___q": fn, "___r": result}
+    text_args = []
+    for i, a in enumerate(args):
+        consts[f"___a{i}"] = a
+        text_args.append(f"___a{i}")
+    for k, v in kwargs.items():
+        consts[f"___k_{k}"] = v
+        text_args.append(f"{k}=___k_{k}")
+    name = getattr(fn, "__name__", str(fn))
+    tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text=f"___q({', '.join(text_args)}) == ___r",
+                            consts=consts, label=f"{name}() == {result!r}"))
+
+
+def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
+    if isinstance(example, torch.Tensor):
+        return TensorValue(node, example)
+    if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        return kinds.sym_value(tx.ctx, example, lambda: node)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.SymInt) for e in example) and \
+            not any(isinstance(e, torch.Tensor) for e in example):
+        items = [kinds.sym_value(tx.ctx, e, _getitem_node(tx, node, i, e)) for i, e in enumerate(example)]
+        cls = type(example)
+        return kinds.ListValue(items) if cls is list else kinds.TupleValue(items, cls=cls)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+        items = []
+        graph = tx.ctx.graph
+        for i, e in enumerate(example):
+            if isinstance(e, torch.Tensor):
+                sub = graph.graph.create_node("call_function", operator.getitem, (node, i), {})
+                sub.meta["example_value"] = e
+                sub.meta["val"] = e
+                items.append(TensorValue(sub, e))
+            else:
+                items.append(_constant_or_fail(e, node))
+        if isinstance(example, list):
+            return kinds.ListValue(items)
+        return kinds.TupleValue(items, cls=type(example))  # tuple, namedtuple or torch.return_types
+    # A non-tensor result (e.g. a torch.Size, a bool from torch.is_floating_point):
+    # it is fully determined by guarded metadata, so fold it.  A None result
+    # may be a mutation (setitem, an out= op): that node stays.
+    if example is not None:
+        tx.ctx.graph.erase(node)
+    return _constant_or_fail(example, node)
+
+
+def _getitem_node(tx, node, i, example):
+    def make():
+        sub = tx.ctx.graph.graph.create_node("call_function", operator.getitem, (node, i), {})
+        sub.meta["example_value"] = example
+        sub.meta["val"] = example
+        return sub
+    return make
+
+
+def shape_value(ctx, t: TensorValue) -> Value:
+    """``t.shape`` / ``t.size()``: a constant torch.Size, or a torch.Size of
+    dynamic numbers where sizes are symbolic."""
+    sizes = t.fake.size()
+    if not any(isinstance(s, torch.SymInt) for s in sizes):
+        return ConstantValue(torch.Size([int(s) for s in sizes]))
+    from .symbolic import size_value
+    return kinds.TupleValue([size_value(ctx, t, d) for d in range(len(sizes))], cls=torch.Size)
+
+
+def size_value(ctx, t: TensorValue, dim: int) -> Value:
+    from .symbolic import size_value as _size
+    return _size(ctx, t, dim)
+
+
+def meta_result(ctx, t: TensorValue, name: str, args, result) -> Value:
+    """The answer of a metadata method (``numel()``, ``stride()``...): a
+    constant, or dynamic numbers computed by a ``call_method`` node."""
+    if isinstance(result, (torch.SymInt, torch.SymBool)):
+        return kinds.sym_value(ctx, result, lambda: ctx.graph.create_node(
+            "call_method", name, (t.node, *args), {}, lambda: result)[0])
+    if isinstance(result, tuple) and any(isinstance(r, torch.SymInt) for r in result):
+        items = []
+        for i, r in enumerate(result):
+            items.append(kinds.sym_value(ctx, r, _meta_item_node(ctx, t, name, args, i, r)))
+        return kinds.TupleValue(items, cls=type(result))
+    if isinstance(result, torch.Size):
+        return ConstantValue(torch.Size([int(r) for r in result]))
+    return ConstantValue(result)
+
+
+def _meta_item_node(ctx, t, name, args, i, r):
+    def make():
+        whole = ctx.graph.create_node("call_method", name, (t.node, *args), {}, lambda: getattr(t.fake, name)(*args))[0]
+        return ctx.graph.create_node("call_function", operator.getitem, (whole, i), {}, lambda: r)[0]
+    return make
+
+
+def user_error_len():
+    from ...diagnostics.errors import user_error
+    return user_error(TypeError, "len() of a 0-d tensor")
+
+
+def _constant_or_fail(e: Any, node) -> Value:
+    if isinstance(e, (int, float, bool, type(None), str, torch.dtype, torch.device, torch.Size,
+                      torch.layout, torch.memory_format)) and not isinstance(e, torch.SymInt):
+        return ConstantValue(e)
+    if isinstance(e, (tuple, list)) and all(isinstance(i, (int, float, bool, type(None))) for i in e):
+        return ConstantValue(e)
+    what = getattr(node, "target", node)
+    raise Unsupported(f"{getattr(what, '__name__', what)} returned {type(e).__name__}, which armature cannot "
+                      "model yet")
