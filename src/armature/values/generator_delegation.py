@@ -28,13 +28,23 @@ from .constant import ConstantValue
 from .containers import IteratorValue
 
 
+def _builtin_without(inner, name: str) -> bool:
+    """``inner`` is a builtin iterator the trace models (a list's, a
+    range's, ``zip``...) whose type has no method ``name``."""
+    from .containers import UserIteratorValue
+    if not isinstance(inner, IteratorValue) or isinstance(inner, UserIteratorValue):
+        return False
+    cls = inner.python_type()
+    return cls.__module__ == "builtins" and not hasattr(cls, name)
+
+
 def _close_inner(tx, inner) -> None:
     """``gen_close_iter``: a generator's close(); nothing for an iterator
     without ``close``; raises what the close raised."""
     from .generators import GeneratorValue
     if isinstance(inner, GeneratorValue):
         inner.close(tx)
-    elif not (isinstance(inner, IteratorValue) and not hasattr(inner.python_type(), "close")):
+    elif not _builtin_without(inner, "close"):
         raise Unsupported(f"closing the iterator {inner} a generator delegates to (`yield from`)")
 
 
@@ -81,6 +91,6 @@ def throw_into_delegate(gen, tx, exc, error: UserException) -> Value:
             return inner.throw(tx, exc)
         except UserException as e:
             return _inner_raised(gen, tx, e)
-    if isinstance(inner, IteratorValue) and not hasattr(inner.python_type(), "throw"):
+    if _builtin_without(inner, "throw"):
         return _raise_at_yield_from(gen, tx, error)
     raise Unsupported(f"generator.throw() into the iterator {inner} a generator delegates to (`yield from`)")
