@@ -179,4 +179,15 @@ def end_send(f, inst):
 
 @opcode("CLEANUP_THROW", since=(3, 12))
 def cleanup_throw(f, inst):
-    raise Unsupported("throwing into a generator (generator.throw)")
+    """The handler of a ``yield from`` that generator.throw() reached
+    (values/functions/generator_delegation.py): the inner iterator's StopIteration
+    ends the ``yield from`` with its value (END_SEND follows), anything
+    else propagates."""
+    exc = f.pop()
+    f.pop_raw()   # (the value sent last)
+    f.pop_raw()   # (the inner iterator)
+    exc = _as_exception(f, exc)
+    if not issubclass(exc.cls, StopIteration):
+        _raise(exc)
+    f.push(ConstantValue(None))
+    f.push(exc.args[0] if exc.args else ConstantValue(None))

@@ -1,7 +1,8 @@
 """Functions, generators, exceptions and frames: user functions, bound methods
 and closures (``functions``), the cells of functions made per call
 (``closure_aliasing``), generators and the graph breaks inside them
-(``generators``, ``generator_breaks``), exception objects (``exceptions``),
+(``generators``, ``generator_breaks``), ``throw()``/``close()`` handed through
+``yield from`` (``generator_delegation``), exception objects (``exceptions``),
 and ``locals()``/``vars()``/``dir()`` of the frame (``frame_locals``).
 
 May import at module level: the core, ``containers`` and ``objects``

@@ -66,8 +66,9 @@ class ExceptionValue(Value):
             raise Unsupported("the traceback of an exception raised while tracing")
         from ..objects.objects import _MISSING, bind_attr, find_class_attr
         raw, owner = find_class_attr(self.cls, name)
-        if raw is not _MISSING and owner.__module__ != "builtins":
+        if raw is not _MISSING and (owner.__module__ != "builtins" or name in ("__str__", "__repr__")):
             # a method, property or constant of the user's exception class
+            # (the builtin __str__/__repr__ have rules: values/operations/exception_text.py)
             return bind_attr(tx, raw, owner, name, self, wrap(tx.ctx, self.cls, None))
         if raw is _MISSING and not any(k.__module__ != "builtins" and "__getattr__" in k.__dict__
                                        for k in self.cls.__mro__):
@@ -178,8 +179,12 @@ def make_exception(tx, cls_value, args, kwargs) -> ExceptionValue:
     if new_owner.__module__ != "builtins":
         raise Unsupported(f"creating {cls.__qualname__}, which defines __new__")
     init_raw, owner = find_class_attr(cls, "__init__")
+    if cls is OSError and args:   # OSError(errno, ...) makes the subclass of that errno
+        from ..containers.containers import unwrap_constants
+        a, _ = unwrap_constants(args, {}, what="OSError()")
+        cls = type(OSError(*a))
     exc = ExceptionValue(cls, list(args))
-    exc.cls_value = cls_value   # (a class made per call is rebuilt through it)
+    exc.cls_value = cls_value if cls is cls_value.cls else None   # (a class made per call is rebuilt through it)
     if owner.__module__ == "builtins":
         if kwargs:
             if owner in _GENERIC_INIT:

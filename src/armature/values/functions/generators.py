@@ -12,8 +12,8 @@ interpreter does for any exception; ``close()`` throws GeneratorExit and
 expects the generator to finish (a value yielded instead is a
 RuntimeError).  A generator that returns raises StopIteration(value) from
 ``send``/``throw``; one that raises is finished.  A generator paused inside
-a ``yield from`` would hand ``throw``/``close`` on to the inner iterator:
-that is not modelled (Unsupported).
+a ``yield from`` hands ``throw``/``close`` on to the inner iterator first
+(values/functions/generator_delegation.py).
 """
 from __future__ import annotations
 
@@ -167,10 +167,6 @@ class GeneratorValue(IteratorValue):
         exc = _as_exception(tx, realize(tx.ctx, exc))
         if issubclass(exc.cls, (StopIteration, StopAsyncIteration)):
             raise Unsupported("throwing StopIteration into a generator")
-        if self.started and not self.done and self._delegating():
-            raise Unsupported("generator.throw()/close() while it is paused in `yield from`",
-                              hint="without fullgraph the frame is split here (a graph break); throwing into the "
-                                   "inner generator directly is traced")
         f = self.frame
         handled = f.exc_stack[-1] if f.exc_stack else handled_exception(tx)
         exc.raised(handled)
@@ -181,6 +177,15 @@ class GeneratorValue(IteratorValue):
             # leaves at once, and the generator is finished
             self.started = self.done = True
             raise error
+        if self._delegating():   # handed to the inner iterator first (PEP 380)
+            from .generator_delegation import throw_into_delegate
+            return throw_into_delegate(self, tx, exc, error)
+        return self.raise_at_pause(tx, error)
+
+    def raise_at_pause(self, tx, error: UserException) -> Value:
+        """``error`` raised where the generator is paused, routed by its
+        exception table: what it yields next, or raises."""
+        f = self.frame
         if not f._handle_exception(error):
             self.done = True
             raise error

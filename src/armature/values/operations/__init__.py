@@ -2,7 +2,7 @@
 (``operators``), the builtin functions and their rule table (``builtins``),
 ``id()`` and ``is`` (``identity``), string joins and ``%``-formatting
 (``strings``), and ``str()``/``repr()``/``format()`` of objects
-(``formatting``), and ``eval`` of a constant string (``eval_builtin``).
+(``formatting``; of exceptions: ``exception_text``), and ``eval`` of a constant string (``eval_builtin``).
 
 These sit above the value kinds they operate on.  May import at module
 level: the core (``values.base``, ``values.constant``, ``values.builder``,

@@ -122,19 +122,13 @@ def _len(tx, obj):
 
 
 def _format_rule(fmt):
-    """str()/repr() of an exception the trace made, when its class formats
-    itself with a builtin __str__/__repr__ (``except KeyError as e: str(e)``);
-    anything else folds as a constant call."""
-    dunder = "__str__" if fmt is str else "__repr__"
+    """str()/repr() of a user object or of an exception the trace made
+    (``except KeyError as e: str(e)``; values/operations/formatting.py,
+    values/operations/exception_text.py); anything else folds as a constant call."""
 
     def handler(tx, *args, **kwargs):
         if len(args) == 1 and not kwargs:
             v = realize(tx.ctx, args[0])
-            if isinstance(v, kinds.ExceptionValue):
-                owner = next(k for k in v.cls.__mro__ if dunder in k.__dict__)
-                if owner.__module__ != "builtins":
-                    raise Unsupported(f"{fmt.__name__}() of {v.cls.__qualname__}, which defines {dunder}")
-                return ConstantValue(fmt(v.real()))
             from .formatting import text_of
             text = text_of(tx, v, fmt.__name__)
             if text is not None:
@@ -172,6 +166,10 @@ _eval_builtin.register(RULES)   # eval()/exec() without namespaces read the fram
 from ..containers import mapping_proxy as _mapping_proxy  # noqa: E402
 
 _mapping_proxy.register(RULES)  # types.MappingProxyType(d) made in the frame
+from . import exception_text as _exception_text, formatting as _formatting  # noqa: E402
+
+_exception_text.register(RULES)  # BaseException.__str__(e), super().__str__() of exceptions the trace made
+RULES[format] = _formatting.format_rule   # format() of user objects and exceptions
 
 
 @rule(_frame_view.resolve)

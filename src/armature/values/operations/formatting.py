@@ -1,4 +1,5 @@
-"""``str()``, ``repr()``, ``format()`` and f-strings of user objects: the
+"""``str()``, ``repr()``, ``format()`` and f-strings of user objects (and,
+through values/operations/exception_text.py, of exceptions the trace made): the
 class's own ``__str__``/``__repr__``/``__format__`` (Python functions) are
 inlined, as CPython calls them; where the class inherits ``object``'s, its
 rules are followed (``object.__str__`` calls ``repr``, ``object.__format__``
@@ -13,6 +14,7 @@ import types
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
+from ..base import realize
 from ..constant import ConstantValue
 from ..builder import wrap
 from .. import kinds
@@ -71,6 +73,9 @@ def _is_user_object(value) -> bool:
 def text_of(tx, value, kind: str) -> str | None:
     """``str(value)`` / ``repr(value)`` of a user object, or None when
     ``value`` is not one (the caller's own rules apply)."""
+    if isinstance(value, kinds.ExceptionValue):   # (values/operations/exception_text.py)
+        from .exception_text import exception_text
+        return exception_text(tx, value, kind)
     if not _is_user_object(value):
         return None
     raw, owner = _lookup(tx, value, _DUNDER[kind])
@@ -90,6 +95,9 @@ def text_of(tx, value, kind: str) -> str | None:
 
 def format_of(tx, value, spec: str) -> str | None:
     """``format(value, spec)`` of a user object, or None."""
+    if isinstance(value, kinds.ExceptionValue):
+        from .exception_text import exception_format
+        return exception_format(tx, value, spec)
     if not _is_user_object(value):
         return None
     raw, owner = _lookup(tx, value, "__format__")
@@ -102,3 +110,17 @@ def format_of(tx, value, spec: str) -> str | None:
         raise user_error(TypeError, f"unsupported format string passed to "
                                     f"{value.python_type().__name__}.__format__")
     return text_of(tx, value, "str")
+
+
+def format_rule(tx, *args, **kwargs):
+    """The builtin ``format(value[, spec])`` of a user object or an exception
+    the trace made (as an f-string formats it); anything else folds."""
+    from .builtins import fold_call
+    if 1 <= len(args) <= 2 and not kwargs and all(a.is_python_constant() for a in args[1:]):
+        value = realize(tx.ctx, args[0])
+        spec = args[1].as_python_constant() if len(args) == 2 else ""
+        if type(spec) is str and not value.is_python_constant():
+            text = format_of(tx, value, spec)
+            if text is not None:
+                return ConstantValue(text)
+    return fold_call(format, args, kwargs)
