@@ -64,7 +64,7 @@ class Config:
 
     #: a graph compiled inside a DistributedDataParallel forward is split at
     #: DDP's gradient-bucket boundaries (torch's DDPOptimizer, as
-    #: torch._dynamo.config.optimize_ddp), so each bucket's all-reduce starts
+    #: torch.compile's optimize_ddp setting), so each bucket's all-reduce starts
     #: while the rest of the backward runs; off: one graph, all gradients
     #: ready at its end (same results, no overlap).  backends/ddp_split.py
     optimize_ddp: bool = True
