@@ -7,6 +7,8 @@ import types
 import pytest
 import torch
 
+from armature import torch_compat
+
 from helpers import assert_same, assert_same_calls, compiled_stats, compiled_with_oracle, reset, t
 
 
@@ -81,7 +83,11 @@ def test_mapping_proxy_in_one_graph(fn):
 def test_graph_count_matches_torch_compile(fn):
     theirs = compiled_with_oracle(fn, t(3)).graphs
     reset()
-    assert compiled_stats(fn, t(3), fullgraph=False).frame_count == theirs == 1
+    assert compiled_stats(fn, t(3), fullgraph=False).frame_count == 1
+    if fn is class_dict and torch_compat.OLD_ORACLE:
+        assert theirs <= 1   # (torch.compile before 2.13 runs this frame as Python: 0 graphs)
+    else:
+        assert theirs == 1
 
 
 def test_passed_in_proxy_follows_its_dict():
