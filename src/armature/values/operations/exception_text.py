@@ -26,25 +26,11 @@ import builtins
 import types
 
 from ...diagnostics.errors import Unsupported, user_error
-from ...guards.guard import Guard, Kind
 from ..base import realize
 from ..constant import ConstantValue
 from .. import kinds
 
 _DUNDER = {"str": "__str__", "repr": "__repr__"}
-
-
-def _lookup(tx, cls: type, name: str):
-    """(raw, owner) of ``name`` on ``cls``; its absence on the user classes
-    before the owner is guarded (a builtin class's dict is immutable)."""
-    from ..objects.objects import class_source, find_class_attr
-    raw, owner = find_class_attr(cls, name)
-    for klass in cls.__mro__:
-        if klass is owner:
-            break
-        if klass.__module__ != "builtins":
-            tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass, tx.ctx), name))
-    return raw, owner
 
 
 def _text(tx, value, kind: str) -> str:
@@ -95,9 +81,9 @@ def _builtin_text(tx, exc, kind: str, owner: type) -> str:
 
 def exception_text(tx, exc, kind: str) -> str:
     """``str(exc)`` / ``repr(exc)`` of an ExceptionValue."""
-    from .formatting import _call_dunder
+    from .formatting import _call_dunder, lookup_on_class
     name = _DUNDER[kind]
-    raw, owner = _lookup(tx, exc.cls, name)
+    raw, owner = lookup_on_class(tx, exc.cls, name)
     if isinstance(raw, types.FunctionType):
         return _call_dunder(tx, exc, name, raw, owner)
     if owner.__module__ != "builtins":
@@ -107,8 +93,8 @@ def exception_text(tx, exc, kind: str) -> str:
 
 def exception_format(tx, exc, spec: str) -> str:
     """``format(exc, spec)`` of an ExceptionValue."""
-    from .formatting import _call_dunder
-    raw, owner = _lookup(tx, exc.cls, "__format__")
+    from .formatting import _call_dunder, lookup_on_class
+    raw, owner = lookup_on_class(tx, exc.cls, "__format__")
     if isinstance(raw, types.FunctionType):
         return _call_dunder(tx, exc, "__format__", raw, owner, [ConstantValue(spec)])
     if owner is not object:

@@ -22,17 +22,23 @@ from .. import kinds
 _DUNDER = {"str": "__str__", "repr": "__repr__"}
 
 
-def _lookup(tx, value, name: str):
-    """(raw, owner) of ``name`` on the value's class; the absence of a
-    Python-level one on the classes before its owner is guarded."""
+def lookup_on_class(tx, cls: type, name: str):
+    """(raw, owner) of ``name`` on ``cls``; the absence of a Python-level one
+    on the user classes before its owner is guarded (a builtin class's dict
+    cannot change)."""
     from ..objects.objects import class_source, find_class_attr
-    cls = value.python_type()
     raw, owner = find_class_attr(cls, name)
     for klass in cls.__mro__:
         if klass is owner:
             break
-        tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass, tx.ctx), name))
+        if klass.__module__ != "builtins":
+            tx.ctx.guards.add(Guard(Kind.NOT_IN_DICT, class_source(klass, tx.ctx), name))
     return raw, owner
+
+
+def _lookup(tx, value, name: str):
+    """:func:`lookup_on_class` on the value's class."""
+    return lookup_on_class(tx, value.python_type(), name)
 
 
 def _recursion_guard_codes() -> frozenset:
