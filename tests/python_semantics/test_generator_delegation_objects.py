@@ -12,7 +12,7 @@ import pytest
 
 import armature
 
-from helpers import assert_same, compile_fn, compiled_stats, compiled_with_oracle, reset, t
+from helpers import CountingBackend, assert_equal, assert_same, compile_fn, compiled_stats, compiled_with_oracle, reset, t
 
 
 class Full:
@@ -369,6 +369,17 @@ def context_of_a_thrown_exception(x, log):
     except KeyError:
         log.append(g.throw(ValueError()))   # not chained to the caller's exception
     g.close()
+    for started in (False, True):             # raised before the first instruction / out of a finished one
+        g = gen()
+        if started:
+            list(g)
+        try:
+            raise KeyError("the caller's")
+        except KeyError:
+            try:
+                g.throw(ValueError())
+            except ValueError as e:
+                log.append(repr(e.__context__))
     return x + 1
 
 
@@ -423,3 +434,66 @@ def test_throw_that_is_not_callable():
     the outer generator."""
     reset()
     assert_same(throw_not_callable, t(3), [], fullgraph=False)
+
+
+class Counter:
+    """Passed in from outside the frame: what its methods change is written back."""
+
+    def __init__(self):
+        self.thrown, self.closed = 0, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.thrown
+
+    def throw(self, exc):
+        self.thrown += 1
+        return 10 * self.thrown
+
+    def close(self):
+        self.closed += 1
+
+
+class PrintsInThrow(Counter):
+    def throw(self, exc):
+        print("in throw", type(exc).__name__)
+        return super().throw(exc)
+
+
+def object_from_outside(x, it):
+    g = plain([], it)
+    a = next(g)
+    b = g.throw(ValueError())
+    c = g.throw(ValueError())
+    g.close()
+    return x * (a + b + c), it.thrown, it.closed
+
+
+def test_object_passed_in():
+    """(assert_same's copies share such an object: each run gets its own.)"""
+    reset()
+    counter = CountingBackend()
+    compiled = compile_fn(object_from_outside, backend=counter, fullgraph=True)
+    x = t(3)
+    for _ in range(2):
+        mine, theirs = Counter(), Counter()
+        assert_equal(object_from_outside(x, theirs), compiled(x, mine), "out")
+        assert vars(mine) == vars(theirs) == {"thrown": 2, "closed": 1}
+    assert counter.frame_count == 1
+
+
+def test_graph_break_inside_throw(capsys):
+    """A graph break in the inner throw: the frame runs as Python (the
+    outer generator is paused in ``yield from``), eager's answer and
+    output; with fullgraph, Unsupported naming the break."""
+    x = t(3)
+    expected = object_from_outside(x, PrintsInThrow())
+    eager_out = capsys.readouterr().out
+    reset()
+    assert_equal(expected, compile_fn(object_from_outside, backend="eager")(x, PrintsInThrow()), "out")
+    assert capsys.readouterr().out == eager_out
+    reset()
+    with pytest.raises(armature.Unsupported, match="print"):
+        compile_fn(object_from_outside, backend="eager", fullgraph=True)(x, PrintsInThrow())
