@@ -395,15 +395,17 @@ def test_throw_and_close_into_an_object(fn):
     assert_same(fn, t(3), [], fullgraph=True, graphs=1)
 
 
-@pytest.mark.parametrize("fn", [throw_raises_another, only_close, neither, close_raises, through_a_middle_generator])
+@pytest.mark.parametrize("fn", [throw_raises_stop_iteration, throw_raises_another, only_close, neither, close_raises,
+                                thrown_generator_exit])
 def test_graph_count_vs_torch_compile(fn):
-    """One graph; torch.compile makes at least as many.  (On the cases
-    left out, a ``next()`` after the throw, torch.compile 2.13 fails with an
-    internal IndexError.)"""
+    """One graph, as torch.compile 2.11 and 2.13 (2.15 captures none on
+    ``only_close`` and ``neither``: the frame runs as Python).  (On the
+    other cases torch.compile captures no graph or fails with an internal
+    IndexError.)"""
     theirs = compiled_with_oracle(fn, t(3), []).graphs
     reset()
     ours = compiled_stats(fn, t(3), [], fullgraph=True).frame_count
-    assert ours == 1 and (theirs == 0 or ours <= theirs), (ours, theirs)
+    assert ours == 1 >= theirs, (ours, theirs)
 
 
 class CloseLookupRaises(Neither):
