@@ -12,7 +12,8 @@ import pytest
 
 import armature
 
-from helpers import CountingBackend, assert_equal, assert_same, compile_fn, compiled_stats, compiled_with_oracle, reset, t
+from helpers import (CountingBackend, assert_equal, assert_same, compile_fn, compiled_stats, compiled_with_oracle,
+                     reset, t)
 
 
 class Full:
