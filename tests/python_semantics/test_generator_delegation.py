@@ -8,9 +8,7 @@ from``) is raised in the outer one; an inner builtin iterator (no
 in) and graph counts vs torch.compile."""
 import pytest
 
-import armature
-
-from helpers import assert_same, compile_fn, compiled_stats, compiled_with_oracle, reset, t
+from helpers import assert_same, compiled_stats, compiled_with_oracle, reset, t
 
 
 def catching_inner(log):
@@ -169,40 +167,3 @@ def test_graph_count_vs_torch_compile(fn):
     ours = compiled_stats(fn, t(3), [], fullgraph=True).frame_count
     assert ours == 1 >= theirs, (ours, theirs)
 
-
-class Countdown:
-    """A user iterator with its own ``throw``: not modelled (a graph break)."""
-
-    def __init__(self):
-        self.n = 3
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        self.n -= 1
-        if self.n < 0:
-            raise StopIteration
-        return self.n
-
-    def throw(self, *args):
-        return 42
-
-
-def over_user_iterator(log):
-    yield from Countdown()
-
-
-def user_iterator_with_throw(x, log):
-    g = over_user_iterator(log)
-    a = next(g)
-    b = g.throw(ValueError())
-    return x + a + b
-
-
-def test_user_iterator_with_throw_is_a_graph_break():
-    """Its ``throw`` is not called by the trace: the frame is split there (eager's answer)."""
-    reset()
-    assert_same(user_iterator_with_throw, t(3), [], fullgraph=False)
-    with pytest.raises(armature.Unsupported, match="delegates to"):
-        compile_fn(user_iterator_with_throw, backend="eager", fullgraph=True)(t(3), [])

@@ -1,22 +1,37 @@
 """``generator.throw()``/``close()`` while the generator is paused inside
-``yield from`` (PEP 380, Objects/genobject.c ``_gen_throw``).
+``yield from`` (PEP 380; Objects/genobject.c ``_gen_throw``,
+``gen_close_iter``, the same from 3.11 to 3.14).
 
-The exception goes to the inner iterator first:
+The exception goes to the inner iterator first, while the outer generator
+counts as running (resuming it from there is "generator already
+executing"):
 
-* GeneratorExit (``close()``, or thrown): the inner one is closed (a
-  generator's ``close()``; a builtin iterator has none), then GeneratorExit
-  is raised in the outer one at its ``yield from``; an exception the inner
-  close raised is raised there instead.
-* anything else, into an inner generator: its ``throw()``.  A value it yields
-  is what the outer one yields (it stays paused in ``yield from``); an
+* GeneratorExit (``close()``, or thrown): the inner iterator is closed -- a
+  generator's ``close()``; otherwise its ``close`` attribute, looked up as
+  ``getattr`` does (none: nothing to do) and called with no arguments --,
+  then GeneratorExit is raised in the outer one at its ``yield from``; an
+  exception the inner close raised is raised there instead.
+* anything else, into an inner generator: its ``throw()``; into another
+  iterator: its ``throw`` attribute, called with what was passed to the
+  outer ``throw()`` as it was passed (an instance or a class, not
+  normalized; CPython's ``PyObject_CallFunctionObjArgs(meth, typ, val,
+  tb)`` stops at the first missing argument).  Without one (AttributeError
+  while looking it up) the exception is raised in the outer one at once;
+  another exception from the lookup leaves ``throw()`` with the outer one
+  still paused.  A value the inner throw returns (a generator: yields) is
+  what the outer one yields (it stays paused in ``yield from``); an
   exception it raises is raised in the outer one at its ``yield from``,
   where a StopIteration ends the ``yield from`` with its value (3.11:
   ``_gen_throw`` pops the inner one and jumps past the SEND loop itself;
   3.12+: the frame's CLEANUP_THROW handler does it, trace/ops/with_.py).
-* an inner builtin iterator (no ``throw``): raised in the outer one at once.
 
-Other inner iterators (user objects with their own ``throw``) are not
-modelled (Unsupported: a graph break there).
+The inner methods are called through the trace's ordinary call machinery
+(a Python method is traced inline).  A builtin iterator the trace models
+(a list's, a range's, ``zip``...) has neither method.  A ``close`` whose
+lookup raises something other than AttributeError is reported with
+``sys.unraisablehook`` by CPython and then skipped: that is not modelled
+(Unsupported), nor is an inner iterator of a kind the trace holds
+otherwise (not a generator, builtin iterator or user object).
 """
 from __future__ import annotations
 
@@ -25,25 +40,56 @@ import sys
 from ...diagnostics.errors import Unsupported, UserException
 from ..base import Value
 from ..constant import ConstantValue
-from ..containers.containers import IteratorValue
+from ..containers.containers import IteratorValue, UserIteratorValue
 
 
 def _builtin_without(inner, name: str) -> bool:
     """``inner`` is a builtin iterator the trace models (a list's, a
     range's, ``zip``...) whose type has no method ``name``."""
-    from ..containers.containers import UserIteratorValue
     if not isinstance(inner, IteratorValue) or isinstance(inner, UserIteratorValue):
         return False
     cls = inner.python_type()
     return cls.__module__ == "builtins" and not hasattr(cls, name)
 
 
-def _close_inner(tx, inner) -> None:
-    """``gen_close_iter``: a generator's close(); nothing for an iterator
-    without ``close``; raises what the close raised."""
+_ABSENT = object()
+
+
+def _method(tx, inner: UserIteratorValue, name: str):
+    """``getattr(inner, name)`` (``_PyObject_LookupAttr``): the bound
+    method, or _ABSENT when the lookup raises AttributeError; another
+    exception of the lookup propagates."""
+    try:
+        return inner.obj.getattr(tx, name)
+    except UserException as e:
+        if issubclass(e.exc_type, AttributeError):
+            return _ABSENT
+        raise
+
+
+def _delegated(gen, call):
+    """``call()`` with ``gen`` counted as running (FRAME_EXECUTING)."""
+    gen.running = True
+    try:
+        return call()
+    finally:
+        gen.running = False
+
+
+def _close_inner(tx, gen, inner) -> None:
+    """``gen_close_iter``: a generator's close(); an iterator's ``close``
+    attribute called, if it has one; raises what the close raised."""
     from .generators import GeneratorValue
     if isinstance(inner, GeneratorValue):
-        inner.close(tx)
+        _delegated(gen, lambda: inner.close(tx))
+    elif isinstance(inner, UserIteratorValue):
+        try:
+            close = _delegated(gen, lambda: _method(tx, inner, "close"))
+        except UserException as e:
+            raise Unsupported(f"looking up close on the iterator {inner.obj} a generator delegates to raised "
+                              f"{e.exc_type.__name__} (CPython reports it with sys.unraisablehook)") from None
+        if close is not _ABSENT:
+            _delegated(gen, lambda: close.call(tx, [], {}))
     elif not _builtin_without(inner, "close"):
         raise Unsupported(f"closing the iterator {inner} a generator delegates to (`yield from`)")
 
@@ -75,22 +121,47 @@ def _inner_raised(gen, tx, error: UserException) -> Value:
     return gen.raise_at_pause(tx, error)
 
 
-def throw_into_delegate(gen, tx, exc, error: UserException) -> Value:
-    """``gen.throw(exc)`` while ``gen`` is paused in ``yield from``
-    (``error``: ``exc`` as raised): what ``gen`` yields next, or raises."""
+def _is_generator_exit(tx, exc: Value) -> bool:
+    """``PyErr_GivenExceptionMatches(exc, GeneratorExit)`` for what was
+    passed to ``throw()``: an instance of it or the class (or a subclass)."""
+    from ..objects.objects import ClassValue
+    from .exceptions import ExceptionValue
+    if isinstance(exc, ExceptionValue):
+        return issubclass(exc.cls, GeneratorExit)
+    if isinstance(exc, ClassValue):
+        return isinstance(exc.cls, type) and issubclass(exc.cls, GeneratorExit)
+    cls = exc.python_type()
+    if issubclass(cls, BaseException):
+        return issubclass(cls, GeneratorExit)
+    if issubclass(cls, type):
+        raise Unsupported(f"generator.throw({exc}) through `yield from`")
+    return False   # (not an exception: the inner throw, or the outer one, sees it as it is)
+
+
+def throw_into_delegate(gen, tx, exc: Value) -> Value:
+    """``gen.throw(exc)`` while ``gen`` is paused in ``yield from`` (``exc``
+    as passed): what ``gen`` yields next, or raises."""
     from .generators import GeneratorValue
     inner = gen._inner()
-    if issubclass(exc.cls, GeneratorExit):
+    if _is_generator_exit(tx, exc):
         try:
-            _close_inner(tx, inner)
+            _close_inner(tx, gen, inner)
         except UserException as e:
             return _raise_at_yield_from(gen, tx, e)
-        return _raise_at_yield_from(gen, tx, error)
+        return _raise_at_yield_from(gen, tx, gen.thrown(tx, exc))
     if isinstance(inner, GeneratorValue):
         try:
-            return inner.throw(tx, exc)
+            return _delegated(gen, lambda: inner.throw(tx, exc))
+        except UserException as e:
+            return _inner_raised(gen, tx, e)
+    if isinstance(inner, UserIteratorValue):
+        throw = _delegated(gen, lambda: _method(tx, inner, "throw"))   # (an exception here leaves gen paused)
+        if throw is _ABSENT:
+            return _raise_at_yield_from(gen, tx, gen.thrown(tx, exc))
+        try:
+            return _delegated(gen, lambda: throw.call(tx, [exc], {}))
         except UserException as e:
             return _inner_raised(gen, tx, e)
     if _builtin_without(inner, "throw"):
-        return _raise_at_yield_from(gen, tx, error)
+        return _raise_at_yield_from(gen, tx, gen.thrown(tx, exc))
     raise Unsupported(f"generator.throw() into the iterator {inner} a generator delegates to (`yield from`)")

@@ -43,6 +43,9 @@ class GeneratorValue(IteratorValue):
         self.frame = frame
         self.started = False
         self.done = False
+        #: its frame is running, or a ``yield from`` hands it a throw()/close()
+        #: (gi_running, FRAME_EXECUTING): resuming it again is an error
+        self.running = False
         _MADE.setdefault(frame.ctx, []).append(self)
         # where a break that needs this generator goes (values/functions/generator_breaks.py)
         maker = frame.parent
@@ -88,6 +91,7 @@ class GeneratorValue(IteratorValue):
         RuntimeError (PEP 479, ``stop_iteration_error``)."""
         f = self.frame
         f.yielded = None
+        self.running = True
         try:
             result = f.run()
         except UserException as e:
@@ -97,6 +101,8 @@ class GeneratorValue(IteratorValue):
                 f._materialize_exception(e)
                 raise stop_iteration_error(e.value) from None
             raise
+        finally:
+            self.running = False
         if f.yielded is not None:
             v = f.yielded
             f.yielded = None
@@ -108,6 +114,8 @@ class GeneratorValue(IteratorValue):
     def resume(self, tx, sent: Value | None):
         """``next`` (``sent`` None) or ``send(sent)``: the yielded Value, or
         None when the generator is (or becomes) exhausted."""
+        if self.running:
+            raise user_error(ValueError, "generator already executing")
         if self.done:
             return None
         if self.started:
@@ -163,29 +171,44 @@ class GeneratorValue(IteratorValue):
 
     def throw(self, tx, exc: Value) -> Value:
         """``throw(exc)``: ``exc`` an exception instance or class."""
-        from ...trace.ops.with_ import _as_exception, handled_exception
-        exc = _as_exception(tx, realize(tx.ctx, exc))
-        if issubclass(exc.cls, (StopIteration, StopAsyncIteration)):
-            raise Unsupported("throwing StopIteration into a generator")
-        f = self.frame
-        handled = f.exc_stack[-1] if f.exc_stack else handled_exception(tx)
-        exc.raised(handled)
-        error = UserException(exc.cls, *[a.as_python_constant() if a.is_python_constant() else a for a in exc.args],
-                              value=exc)
+        exc = realize(tx.ctx, exc)
+        if self.running:
+            raise Unsupported("generator.throw() into a generator that is running")
+        if self.started and not self.done and self._delegating():   # handed to the inner iterator first (PEP 380)
+            from .generator_delegation import throw_into_delegate
+            return throw_into_delegate(self, tx, exc)
+        error = self.thrown(tx, exc)
         if not self.started or self.done:
             # raised before the first instruction / in a finished generator: it
             # leaves at once, and the generator is finished
             self.started = self.done = True
             raise error
-        if self._delegating():   # handed to the inner iterator first (PEP 380)
-            from .generator_delegation import throw_into_delegate
-            return throw_into_delegate(self, tx, exc, error)
         return self.raise_at_pause(tx, error)
+
+    def thrown(self, tx, exc: Value) -> UserException:
+        """What ``throw(exc)`` raises in the generator (``throw_here``): the
+        exception, made from ``exc`` if that is a class.  It is raised as it
+        is, with the ``__context__`` it has (PyErr_Restore): the caller's
+        handled exception is not chained; raise_at_pause chains the one the
+        generator itself handles."""
+        from ...trace.ops.with_ import _as_exception
+        exc = _as_exception(tx, exc)
+        if issubclass(exc.cls, (StopIteration, StopAsyncIteration)):
+            raise Unsupported("throwing StopIteration into a generator")
+        return UserException(exc.cls, *[a.as_python_constant() if a.is_python_constant() else a for a in exc.args],
+                             value=exc)
 
     def raise_at_pause(self, tx, error: UserException) -> Value:
         """``error`` raised where the generator is paused, routed by its
-        exception table: what it yields next, or raises."""
+        exception table: what it yields next, or raises.  Its ``__context__``
+        becomes the exception the generator's frame is handling there, if
+        any (gen_send_ex2's _PyErr_ChainStackItem: the generator's own
+        exception state, not the caller's)."""
         f = self.frame
+        if error.value is None:
+            tx._materialize_exception(error)   # (an operation's error, raised where the caller runs)
+        if f.exc_stack:
+            error.value.raised(f.exc_stack[-1])
         if not f._handle_exception(error):
             self.done = True
             raise error
