@@ -161,7 +161,8 @@ def _wrap_ndarray(ctx, np, obj, source) -> NdarrayValue:
     others.append((obj, source))
     real = torch.from_numpy(obj)
     node, fake = ctx.graph.add_input(real, FromNumpySource(source))
-    return NdarrayValue(TensorValue(node, fake), obj.copy(), source=source)
+    from .shadow import with_layout
+    return NdarrayValue(TensorValue(node, fake), with_layout(obj.copy(), obj.strides), source=source)
 
 
 def _wrap_scalar(ctx, np, obj, source):

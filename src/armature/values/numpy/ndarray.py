@@ -28,7 +28,6 @@ _BREAK = "without fullgraph the frame is split here (a graph break) and NumPy ru
 _ARRAY_ATTRS = frozenset({"T", "real", "imag", "mT"})
 #: attributes that depend on memory layout or expose memory: not modelled
 _MEMORY_ATTRS = {
-    "strides": "ndarray.strides depends on the memory layout, which the graph does not fix",
     "base": "ndarray.base depends on which array owns the memory",
     "flags": "ndarray.flags describes memory, which the graph does not fix",
     "data": "ndarray.data exposes memory", "ctypes": "ndarray.ctypes exposes memory",
@@ -69,6 +68,8 @@ class NdarrayValue(Value):
     def getattr(self, tx, name):
         if name in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes"):
             return self._meta(name)
+        if name == "strides":
+            return self._strides()
         if name in _ARRAY_ATTRS and not self.scalar or name in ("real", "imag"):
             return node_call(tx, f"ndarray.{name}", targets.attr_target(name), [self], {},
                              lambda s: getattr(s, name))
@@ -93,6 +94,17 @@ class NdarrayValue(Value):
         if name == "dtype":
             return ConstantValue(self.shadow.dtype)
         return ConstantValue(getattr(self.shadow, name))
+
+    def _strides(self):
+        """NumPy's strides (bytes): the shadow's.  Shadows are laid out as
+        what they stand for (inputs: the array's guarded strides; ``t.numpy()``:
+        the tensor's) and NumPy itself computed every later one, so its
+        layout is eager's, which torch._numpy's (the graph's) need not be."""
+        if self.scalar:
+            return ConstantValue(())
+        if not sh.layout_known(self.fake):
+            raise Unsupported("ndarray.strides of an array with dynamic sizes", hint=_BREAK)
+        return ConstantValue(tuple(self.shadow.strides))
 
     def call_method(self, tx, name, args, kwargs):
         return NdarrayMethodValue(self, name).call(tx, args, kwargs)
