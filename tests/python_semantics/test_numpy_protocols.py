@@ -215,3 +215,19 @@ def test_numpy_reduction_of_a_tensor_raises_like_eager():
     with pytest.raises(TypeError) as compiled:
         compile_fn(reduction_of_tensor, backend="eager")(x(3))
     assert str(compiled.value) == str(eager.value)
+
+
+def strides_downstream_of_a_dynamic_tensor(t):
+    b = t.T.numpy()          # (3, n): symbolic strides once n is dynamic
+    return b[:, 0].strides, t + 1
+
+
+@pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
+def test_strides_downstream_of_a_dynamic_tensor_are_eagers(dynamic):
+    # the shadow of a tensor with symbolic strides is laid out contiguously:
+    # strides read below it would be (28,) where eager has (4,); a graph break instead
+    reset()
+    compiled = compile_fn(strides_downstream_of_a_dynamic_tensor, backend="eager", dynamic=dynamic)
+    for n in (5, 7, 9):
+        a = torch.rand(n, 3)
+        same(strides_downstream_of_a_dynamic_tensor(a), compiled(a.clone()))
