@@ -231,3 +231,25 @@ def test_strides_downstream_of_a_dynamic_tensor_are_eagers(dynamic):
     for n in (5, 7, 9):
         a = torch.rand(n, 3)
         same(strides_downstream_of_a_dynamic_tensor(a), compiled(a.clone()))
+
+
+# --- NumPy scalar inputs meeting tensors -------------------------------------------
+
+def scalar_input_with_tensors(t, s):
+    h = t.sin()
+    return (h * s).cos(), s * h, torch.add(h, s), h.to(torch.int32) * s, h > s, torch.clamp(h, max=s)
+
+
+@pytest.mark.parametrize("s", [np.float32(0.75), np.float64(0.5), np.int64(2), np.int8(-1)], ids=repr)
+def test_numpy_scalar_input_is_a_python_number_to_torch(s):
+    # eager: torch parses the NumPy scalar as a Python number (int32 * np.float64 is float32,
+    # where a float64 0-d tensor would make it float64).  Was a graph break (2 graphs)
+    check(scalar_input_with_tensors, x(3), s)
+    assert torch_compile_graphs(scalar_input_with_tensors, x(3), s) == 1
+
+
+def test_numpy_scalar_input_new_value_recompiles():
+    reset()
+    compiled = compile_fn(scalar_input_with_tensors, backend="eager", fullgraph=True)
+    for s in (np.float64(0.5), np.float64(0.25), np.float32(0.5), np.float64(0.5)):
+        same(scalar_input_with_tensors(x(3), s), compiled(x(3), s))

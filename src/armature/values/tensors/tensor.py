@@ -331,6 +331,9 @@ def _specialized(tx, v: Value) -> Value:
     v = realize(tx.ctx, v)
     if not (isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None):
         v = concrete(tx, v)
+    from ..numpy import is_ndarray_value, scalar_input_as_number
+    if is_ndarray_value(v):      # a NumPy scalar input given to a torch op: its Python number
+        v = scalar_input_as_number(tx.ctx, v) or v
     if isinstance(v, kinds.TupleValue):
         return kinds.TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
     if type(v) is kinds.ListValue:
