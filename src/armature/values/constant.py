@@ -50,7 +50,8 @@ class ConstantValue(Value):
         except AttributeError as e:
             from ..diagnostics.errors import user_error
             raise user_error(AttributeError, str(e))
-        if name == "__class__":   # (``s.__class__.__name__``: the class itself, not a method)
+        if name == "__class__" or isinstance(attr, type):
+            # a class, not a method: ``s.__class__.__name__``, ``np.dtype(...).type(2)``
             from .builder import wrap
             return wrap(tx.ctx, attr, None)
         if callable(attr) and not isinstance(self.value, FOLDABLE_TYPES + (_torch_meta_types())):

@@ -35,7 +35,7 @@ from .functions import (NumpyClassValue, NumpyFunctionValue, TorchFromNumpyValue
                         is_numpy_callable, tensor_numpy)
 from .ndarray import _BREAK, NdarrayValue
 
-__all__ = ["wrap_numpy_object", "tensor_numpy", "NdarrayValue", "is_ndarray_value"]
+__all__ = ["wrap_numpy_object", "tensor_numpy", "NdarrayValue", "is_ndarray_value", "scalar_input_as_number"]
 
 
 def is_ndarray_value(v) -> bool:
@@ -88,6 +88,24 @@ class MayShareMemorySource(Source):
 
     def __str__(self):
         return f"may_share_memory({self.a}, {self.b})"
+
+
+def scalar_input_as_number(ctx, v):
+    """A NumPy scalar frame input (``f(t, np.float32(2.5))``) meeting torch
+    (``t * s``, ``torch.add(t, s)``): torch parses it as a Scalar, the Python
+    number of its value, which a 0-d graph input would not be (its dtype
+    would take part in type promotion).  So its value is guarded and the
+    number is a constant of the entry, as a Python float argument is; None
+    for anything else (a scalar computed in the graph, an ndarray, a NumPy
+    bool or complex scalar, which torch reads differently)."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(v, NdarrayValue) or not v.scalar or v.source is None:
+        return None
+    value = v.shadow
+    if not isinstance(value, (np.floating, np.integer)) or value != value:
+        return None
+    _guard(ctx, Kind.CONSTANT_MATCH, v.source, value)
+    return ConstantValue(value.item())
 
 
 def wrap_numpy_object(ctx, obj: Any, source: Source | None):
@@ -161,7 +179,8 @@ def _wrap_ndarray(ctx, np, obj, source) -> NdarrayValue:
     others.append((obj, source))
     real = torch.from_numpy(obj)
     node, fake = ctx.graph.add_input(real, FromNumpySource(source))
-    return NdarrayValue(TensorValue(node, fake), obj.copy(), source=source)
+    from .shadow import with_layout
+    return NdarrayValue(TensorValue(node, fake), with_layout(obj.copy(), obj.strides), source=source)
 
 
 def _wrap_scalar(ctx, np, obj, source):

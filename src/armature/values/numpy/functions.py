@@ -183,7 +183,7 @@ def tensor_numpy(tx, t: TensorValue, args, kwargs) -> Value:
     if force:
         for m in ("cpu", "resolve_conj", "resolve_neg"):
             view = kinds.graph_call(tx, "call_method", m, [view], {})
-    return NdarrayValue(view, sh.shadow_of_tensor(fake, real))
+    return NdarrayValue(view, sh.shadow_of_tensor(view.fake, real), layout_known=sh.layout_known(view.fake))
 
 
 class TorchFromNumpyValue(CallableConstantValue):

@@ -28,7 +28,6 @@ _BREAK = "without fullgraph the frame is split here (a graph break) and NumPy ru
 _ARRAY_ATTRS = frozenset({"T", "real", "imag", "mT"})
 #: attributes that depend on memory layout or expose memory: not modelled
 _MEMORY_ATTRS = {
-    "strides": "ndarray.strides depends on the memory layout, which the graph does not fix",
     "base": "ndarray.base depends on which array owns the memory",
     "flags": "ndarray.flags describes memory, which the graph does not fix",
     "data": "ndarray.data exposes memory", "ctypes": "ndarray.ctypes exposes memory",
@@ -52,11 +51,14 @@ class NdarrayValue(Value):
     """An ndarray (``scalar`` False) or a NumPy scalar (``scalar`` True: eager
     has ``np.float64``... where the graph has a 0-d tensor)."""
 
-    def __init__(self, tensor: TensorValue, shadow, scalar: bool = False, source=None):
+    def __init__(self, tensor: TensorValue, shadow, scalar: bool = False, source=None, layout_known=True):
         super().__init__(source)
         self.tensor = tensor
         self.shadow = shadow
         self.scalar = scalar
+        #: whether the shadow's memory layout is eager's (False downstream
+        #: of ``t.numpy()`` of a tensor with symbolic strides)
+        self.layout_known = layout_known
 
     @property
     def fake(self) -> torch.Tensor:
@@ -69,6 +71,8 @@ class NdarrayValue(Value):
     def getattr(self, tx, name):
         if name in ("shape", "ndim", "size", "dtype", "itemsize", "nbytes"):
             return self._meta(name)
+        if name == "strides":
+            return self._strides()
         if name in _ARRAY_ATTRS and not self.scalar or name in ("real", "imag"):
             return node_call(tx, f"ndarray.{name}", targets.attr_target(name), [self], {},
                              lambda s: getattr(s, name))
@@ -93,6 +97,17 @@ class NdarrayValue(Value):
         if name == "dtype":
             return ConstantValue(self.shadow.dtype)
         return ConstantValue(getattr(self.shadow, name))
+
+    def _strides(self):
+        """NumPy's strides (bytes): the shadow's.  Shadows are laid out as
+        what they stand for (inputs: the array's guarded strides; ``t.numpy()``:
+        the tensor's) and NumPy itself computed every later one, so its
+        layout is eager's, which torch._numpy's (the graph's) need not be."""
+        if self.scalar:
+            return ConstantValue(())
+        if not (self.layout_known and sh.layout_known(self.fake)):
+            raise Unsupported("ndarray.strides of an array with dynamic sizes", hint=_BREAK)
+        return ConstantValue(tuple(self.shadow.strides))
 
     def call_method(self, tx, name, args, kwargs):
         return NdarrayMethodValue(self, name).call(tx, args, kwargs)
@@ -271,6 +286,7 @@ def node_call(tx, what: str, target, args: list[Value], kwargs: dict[str, Value]
     fake_kwargs = {k: c[1] for k, c in kconv.items()}
     shadow_kwargs = {k: c[2] for k, c in kconv.items()}
     fakes = _fake_tensors((fake_args, fake_kwargs), [])
+    layout_known = all(_layouts_known(tx, a) for a in [*args, *kwargs.values()])
     result = sh.run(what, numpy_fn, *shadow_args, **shadow_kwargs)
     if not fakes and _is_constant_result(result):
         # NumPy on constants only (``np.sum([1, 2, 3])``, ``np.sqrt(2.0)``):
@@ -282,7 +298,16 @@ def node_call(tx, what: str, target, args: list[Value], kwargs: dict[str, Value]
                                       lambda: target(*fake_args, **fake_kwargs))
     if any(f._version != v for f, v in zip(fakes, versions)):
         graph.mutates = True   # an in-place write (a[i] = v, a += 1, out=, ndarray.fill...)
-    return wrap_result(tx, what, node, example, result)
+    return wrap_result(tx, what, node, example, result, layout_known)
+
+
+def _layouts_known(tx, v) -> bool:
+    v = realize(tx.ctx, v)
+    if isinstance(v, NdarrayValue):
+        return v.layout_known
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
+        return all(_layouts_known(tx, i) for i in v.items)
+    return True
 
 
 def _is_constant_result(r) -> bool:
@@ -294,10 +319,10 @@ def _is_constant_result(r) -> bool:
     return type(r) is tuple and all(_is_constant_result(i) for i in r)
 
 
-def wrap_result(tx, what, node, example, shadow) -> Value:
+def wrap_result(tx, what, node, example, shadow, layout_known=True) -> Value:
     if isinstance(example, torch.Tensor):
         scalar = sh.check(what, example, shadow)
-        return NdarrayValue(TensorValue(node, example), shadow, scalar)
+        return NdarrayValue(TensorValue(node, example), shadow, scalar, layout_known=layout_known)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
         if type(shadow) not in (tuple, list) or len(shadow) != len(example):
             raise Unsupported(f"{what} returns a {type(shadow).__name__} in NumPy and a "
@@ -308,7 +333,7 @@ def wrap_result(tx, what, node, example, shadow) -> Value:
                 sub = tx.ctx.graph.graph.create_node("call_function", operator.getitem, (node, i), {})
                 sub.meta["example_value"] = e
                 sub.meta["val"] = e
-                items.append(wrap_result(tx, what, sub, e, s))
+                items.append(wrap_result(tx, what, sub, e, s, layout_known))
             else:
                 items.append(_constant_result(what, e, s))
         return kinds.ListValue(items) if type(shadow) is list else kinds.TupleValue(items)

@@ -73,8 +73,36 @@ def filler(shape, npdtype):
     return (rng.random(shape) + 0.5).astype(dt)
 
 
+def with_layout(a, strides):
+    """``a``'s data in an array with the byte ``strides`` given (non-negative,
+    multiples of the item size): shadows keep the memory layout of what they
+    stand for, so that NumPy run on them lays its results out as eager does
+    (``ndarray.strides`` is read off the shadow)."""
+    strides = tuple(int(s) for s in strides)
+    if a.strides == strides or a.ndim != len(strides):
+        return a
+    n = np()
+    span = 1 + sum((d - 1) * s // a.itemsize for d, s in zip(a.shape, strides)) if a.size else 1
+    out = n.lib.stride_tricks.as_strided(n.empty(span, dtype=a.dtype), a.shape, strides)
+    out[...] = a
+    return out
+
+
+def layout_known(fake: torch.Tensor) -> bool:
+    """Whether the tensor's strides are plain ints (not symbolic)."""
+    return not any(isinstance(s, torch.SymInt) for s in (*fake.shape, *fake.stride()))
+
+
 def shadow_of_tensor(fake: torch.Tensor, real: torch.Tensor | None = None):
-    """The shadow of ``t.numpy()``: the real data when the trace has it."""
+    """The shadow of ``t.numpy()``: the real data when the trace has it,
+    laid out with the tensor's strides (``t.numpy()`` shares them)."""
+    shadow = _shadow_data(fake, real)
+    if layout_known(fake):
+        shadow = with_layout(shadow, tuple(s * fake.element_size() for s in fake.stride()))
+    return shadow
+
+
+def _shadow_data(fake, real):
     if real is not None:
         return real.detach().cpu().resolve_conj().resolve_neg().numpy().copy()
     npdtype = numpy_dtype_of(fake.dtype)

@@ -84,12 +84,20 @@ def metaclass_super_attr(tx, start: type, cls_value, name: str) -> Value:
     raise user_error(AttributeError, f"'super' object has no attribute {name!r}")
 
 
+#: custom_instancecheck's answer for torch's legacy tensor types (a C
+#: ``__instancecheck__``, modelled by values/tensors/legacy_types.py)
+_LEGACY_TENSOR_TYPE = object()
+
+
 def custom_instancecheck(cls):
     """The Python ``__instancecheck__`` of ``cls``'s metaclass, or None when
     ``isinstance`` is the MRO test (``type``'s, ``ABCMeta``'s)."""
     meta = type(cls)
     if meta is type or meta is abc.ABCMeta or not isinstance(cls, type):
         return None
+    from ..tensors.legacy_types import is_legacy_tensor_type
+    if is_legacy_tensor_type(cls):
+        return _LEGACY_TENSOR_TYPE, meta
     for klass in meta.__mro__:
         if "__instancecheck__" in klass.__dict__:
             raw = klass.__dict__["__instancecheck__"]
@@ -118,6 +126,11 @@ def isinstance_through_metaclass(tx, obj: Value, classes) -> Value | None:
                 return ConstantValue(True)
             continue
         raw, owner = found
+        if raw is _LEGACY_TENSOR_TYPE:    # torch.FloatTensor...: C, answered from metadata
+            from ..tensors.legacy_types import instancecheck
+            if instancecheck(tx, obj, c):
+                return ConstantValue(True)
+            continue
         check = kinds.wrap_class_attr(tx, type(c), "__instancecheck__", raw, owner)
         result = check.call(tx, [wrap(tx.ctx, c, None), obj], {})
         if not result.is_python_constant():

@@ -101,8 +101,23 @@ def _object_binary(tx, op, a, b):
                                 f"'{ta.__name__}' and '{tb.__name__}'")
 
 
+def _numpy_scalar_meeting_a_tensor(tx, a: Value, b: Value) -> tuple[Value, Value]:
+    """``t * s`` / ``s * t`` with ``s`` a NumPy scalar input and ``t`` a
+    tensor: eager runs the tensor's operator (the scalar's defers to it), with
+    ``s`` as a Python number (values/numpy.scalar_input_as_number)."""
+    from ..numpy import scalar_input_as_number
+    from ..tensors.tensor import TensorValue
+    if isinstance(realize(tx.ctx, b), TensorValue):
+        a = scalar_input_as_number(tx.ctx, a) or a
+    elif isinstance(realize(tx.ctx, a), TensorValue):
+        b = scalar_input_as_number(tx.ctx, b) or b
+    return a, b
+
+
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
+    if is_ndarray_value(a) or is_ndarray_value(b):
+        a, b = _numpy_scalar_meeting_a_tensor(tx, a, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         return numpy_ops.binary(tx, op, a, b)
     if isinstance(a, kinds.DictViewValue):
@@ -259,6 +274,8 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
         if res is not None:
             return res
     a, b = concrete(tx, a), concrete(tx, b)
+    if is_ndarray_value(a) or is_ndarray_value(b):
+        a, b = _numpy_scalar_meeting_a_tensor(tx, a, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         return numpy_ops.compare(tx, op, a, b)
     from .identity import compare as compare_ids

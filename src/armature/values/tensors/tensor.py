@@ -7,6 +7,7 @@ static for the life of a cache entry.
 from __future__ import annotations
 
 import operator
+import sys
 import types
 from typing import Any
 
@@ -272,7 +273,8 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
     if isinstance(v, TensorValue):
         return v.node, v.fake
     if isinstance(v, ConstantValue):
-        return v.value, v.value
+        c = _numpy_scalar_as_python(v.value)
+        return c, c
     if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
         pairs = [to_graph_arg(i) for i in v.items]
         kind = tuple if isinstance(v, kinds.TupleValue) and v.cls in (tuple, torch.Size) else list
@@ -290,12 +292,48 @@ def to_graph_arg(v: Value) -> tuple[Any, Any]:
     raise Unsupported(f"passing {v} to a torch op")
 
 
+def _numpy_scalar_as_python(c: Any) -> Any:
+    """A NumPy scalar constant (``np.float32(2)``, ``np.finfo(dt).eps``)
+    passed to a torch op.  torch parses it as a Scalar: a floating one as the
+    Python float of its value, an integer one as the int, so that is what the
+    graph holds (the graph's code could not even spell ``np.float32(...)``:
+    it has no ``np`` global).  ``np.bool_`` (torch reads it as a double) and
+    complex scalars (torch drops the imaginary part) have no Python
+    equivalent: the op runs as Python."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(c, np.generic):
+        return c
+    if isinstance(c, (np.floating, np.integer)):
+        return c.item()
+    raise Unsupported(f"a NumPy {type(c).__name__} scalar passed to a torch op")
+
+
+def _has_numpy_scalar(v: Value) -> bool:
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    if isinstance(v, ConstantValue):
+        return isinstance(v.value, np.generic)
+    if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
+        return any(_has_numpy_scalar(i) for i in v.items)
+    return False
+
+
+# torch functions that infer the dtype of their result from the data they are
+# given: a NumPy scalar there keeps its own dtype (``torch.tensor(np.float64(2))``
+# is float64), which a Python number would lose.
+_DATA_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "asarray", "new_tensor"})
+
+
 def _specialized(tx, v: Value) -> Value:
     """Lazily guarded numbers inside an op's arguments take their (guarded)
     value: the graph is specialised on them.  Dynamic ones stay SymInts."""
     v = realize(tx.ctx, v)
     if not (isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None):
         v = concrete(tx, v)
+    from ..numpy import is_ndarray_value, scalar_input_as_number
+    if is_ndarray_value(v):      # a NumPy scalar input given to a torch op: its Python number
+        v = scalar_input_as_number(tx.ctx, v) or v
     if isinstance(v, kinds.TupleValue):
         return kinds.TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
     if type(v) is kinds.ListValue:
@@ -317,6 +355,10 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
         return _as_subclass(tx, args, kwargs)
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
+    if getattr(target, "__name__", target) in _DATA_CONSTRUCTORS and \
+            any(_has_numpy_scalar(a) for a in [*args, *kwargs.values()]):
+        raise Unsupported(f"a NumPy scalar passed to torch.{getattr(target, '__name__', target)}() "
+                          "(its dtype comes from NumPy)")
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
     if state_fn:
         _check_state_query(target)
