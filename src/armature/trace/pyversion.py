@@ -82,6 +82,14 @@ def at_least(version: tuple[int, int]) -> bool:
     return VERSION >= version
 
 
+#: 3.11/3.12: while a generator hands a throw()/close() to the iterator of its
+#: ``yield from``, a throw()/close() of the generator itself (from that
+#: iterator's method) is handed to the iterator again (``_PyGen_yf`` reads the
+#: paused instruction, not the frame's state); 3.13+ find no delegate in a
+#: running frame and raise "generator already executing".
+REENTRANT_YIELD_FROM_THROW = VERSION < (3, 13)
+
+
 def exception_table(code):
     """Entries (start, end, target, depth, lasti) of a 3.11+ code object."""
     return dis._parse_exception_table(code)

@@ -68,12 +68,15 @@ def _method(tx, inner: UserIteratorValue, name: str):
 
 
 def _delegated(gen, call):
-    """``call()`` with ``gen`` counted as running (FRAME_EXECUTING)."""
-    gen.running = True
+    """``call()`` with ``gen`` counted as running (FRAME_EXECUTING); a
+    throw()/close() of ``gen`` from there is handed to the inner iterator
+    again on 3.11/3.12 (pyversion.REENTRANT_YIELD_FROM_THROW)."""
+    was = gen.running, gen.delegating
+    gen.running = gen.delegating = True
     try:
         return call()
     finally:
-        gen.running = False
+        gen.running, gen.delegating = was
 
 
 def _close_inner(tx, gen, inner) -> None:

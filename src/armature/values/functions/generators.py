@@ -21,6 +21,7 @@ import sys
 import weakref
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
+from ...trace import pyversion
 from ..base import Value, realize
 from ..constant import ConstantValue
 from ..containers.containers import IteratorValue
@@ -46,6 +47,9 @@ class GeneratorValue(IteratorValue):
         #: its frame is running, or a ``yield from`` hands it a throw()/close()
         #: (gi_running, FRAME_EXECUTING): resuming it again is an error
         self.running = False
+        #: running only because a ``yield from`` hands the inner iterator a
+        #: throw()/close() (generator_delegation._delegated)
+        self.delegating = False
         _MADE.setdefault(frame.ctx, []).append(self)
         # where a break that needs this generator goes (values/functions/generator_breaks.py)
         maker = frame.parent
@@ -172,8 +176,9 @@ class GeneratorValue(IteratorValue):
     def throw(self, tx, exc: Value) -> Value:
         """``throw(exc)``: ``exc`` an exception instance or class."""
         exc = realize(tx.ctx, exc)
-        if self.running:
-            raise Unsupported("generator.throw() into a generator that is running")
+        if self.running and not (self.delegating and pyversion.REENTRANT_YIELD_FROM_THROW):
+            self.thrown(tx, exc)   # (what was thrown is checked first, then gen_send_ex refuses)
+            raise user_error(ValueError, "generator already executing")
         if self.started and not self.done and self._delegating():   # handed to the inner iterator first (PEP 380)
             from .generator_delegation import throw_into_delegate
             return throw_into_delegate(self, tx, exc)
