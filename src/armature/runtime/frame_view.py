@@ -35,6 +35,8 @@ from ..trace.pyversion import VERSION
 
 #: 3.13+ (PEP 667): locals() in a function is a new snapshot on every call
 SNAPSHOT = VERSION >= (3, 13)
+#: 3.13+: eval() and exec() take ``globals``/``locals`` by keyword too
+NAMESPACE_KEYWORDS = VERSION >= (3, 13)
 #: where a resume function running natively keeps the 3.11 dict it made (a
 #: key of its real frame's locals dict, after the code's generated prefix)
 _KEPT = "f_locals_made_here"
@@ -140,13 +142,42 @@ def frame_dir(*args, **kwargs):
     return sorted(view_of(sys._getframe(1)))
 
 
-for _fn, _like in ((frame_locals, builtins.locals), (frame_vars, builtins.vars), (frame_dir, builtins.dir)):
+def _with_frame_namespaces(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` (``eval`` or ``exec``) with the namespaces
+    the calling frame of the stand-in would give it: its globals and its
+    ``locals()`` as the user's frame sees it (the dict the string's writes
+    land in, as in CPython)."""
+    if not 1 <= len(args) <= 3 or (not NAMESPACE_KEYWORDS and {"globals", "locals"} & set(kwargs)):
+        return fn(*args, **kwargs)   # (eager's TypeError)
+    rest = dict(kwargs)
+    g = args[1] if len(args) > 1 else rest.pop("globals", None)
+    loc = args[2] if len(args) > 2 else rest.pop("locals", None)
+    if g is None:
+        caller = sys._getframe(2)
+        g = caller.f_globals
+        if loc is None:
+            loc = view_of(caller)
+    return fn(args[0], g, loc, **rest)
+
+
+def frame_eval(*args, **kwargs):
+    return _with_frame_namespaces(builtins.eval, args, kwargs)
+
+
+def frame_exec(*args, **kwargs):
+    return _with_frame_namespaces(builtins.exec, args, kwargs)
+
+
+for _fn, _like in ((frame_locals, builtins.locals), (frame_vars, builtins.vars), (frame_dir, builtins.dir),
+                   (frame_eval, builtins.eval), (frame_exec, builtins.exec)):
     _fn.__name__ = _fn.__qualname__ = _like.__name__
     _fn.__doc__ = _like.__doc__
 
 #: builtin -> its frame-aware stand-in
-STAND_INS = {"locals": frame_locals, "vars": frame_vars, "dir": frame_dir}
-_BY_BUILTIN = ((builtins.locals, frame_locals), (builtins.vars, frame_vars), (builtins.dir, frame_dir))
+STAND_INS = {"locals": frame_locals, "vars": frame_vars, "dir": frame_dir, "eval": frame_eval,
+             "exec": frame_exec}
+_BY_BUILTIN = ((builtins.locals, frame_locals), (builtins.vars, frame_vars), (builtins.dir, frame_dir),
+               (builtins.eval, frame_eval), (builtins.exec, frame_exec))
 
 
 def resolve(obj):

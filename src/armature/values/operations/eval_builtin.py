@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import builtins
 import dis
+import inspect
 
 from ...diagnostics.errors import Unsupported, UserException
 from ..base import realize
 from ..constant import ConstantValue
 from ..functions.frame_locals import FrameIntrospection, bound_variables
 
-_HINT = ("eval/exec read the calling frame: the frame runs as Python; give them explicit namespaces "
-         "(eval(s, globals(), {...})) to make the call an ordinary graph break")
+_HINT = ("eval/exec without namespaces read the calling frame; a constant string that only reads names "
+         "is traced into the graph, anything else runs between two graphs")
 
 #: opcodes that would change the namespace (a walrus, ``del``) or make code
 #: that runs later (a lambda, a generator expression, a 3.11 comprehension)
@@ -57,6 +58,18 @@ def _code_of(source: str):
     return code
 
 
+def _native(tx, what: str, args, kwargs) -> Unsupported:
+    """The call runs natively at a graph break, with the frame's namespaces
+    made explicit (codegen/namespace_calls.py); where the break cannot
+    rewrite it (a keyword spelling, code that is not a function's), the
+    frame runs as Python."""
+    if kwargs or not tx.code.co_flags & inspect.CO_OPTIMIZED:
+        return FrameIntrospection(f"{what} (spelled with keywords, or outside a function) reads the calling "
+                                  "frame", hint="pass the source and namespaces positionally")
+    return Unsupported(f"{what}: it runs natively at a graph break, with the frame's globals and locals() "
+                       "as its namespaces", hint=_HINT)
+
+
 def eval_rule(tx, *args, **kwargs):
     if not args or len(args) > 3 or set(kwargs) - {"globals", "locals"}:
         raise Unsupported("eval() with these arguments")
@@ -64,12 +77,12 @@ def eval_rule(tx, *args, **kwargs):
         raise Unsupported("eval() with explicit namespaces", hint="it runs natively at a graph break")
     src = realize(tx.ctx, args[0])
     if not (src.is_python_constant() and isinstance(src.as_python_constant(), str)):
-        raise FrameIntrospection("eval() of a string known only at run time reads the calling frame", hint=_HINT)
+        raise _native(tx, "eval() of a string known only at run time", args, kwargs)
     code = _code_of(src.as_python_constant())
     if code is None:
-        raise FrameIntrospection("eval() of code that stores names, defines functions or does not compile", hint=_HINT)
+        raise _native(tx, "eval() of code that stores names, defines functions or does not compile", args, kwargs)
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
-        raise FrameIntrospection("eval() beyond the inlining depth limit", hint=_HINT)
+        raise _native(tx, "eval() beyond the inlining depth limit", args, kwargs)
     from ...trace.frame import Frame
     _, bound = bound_variables(tx)
     frame = Frame(tx.ctx, code, tx.f_globals, {}, {}, tx)
@@ -78,18 +91,20 @@ def eval_rule(tx, *args, **kwargs):
     try:
         return frame.run()
     except (FrameIntrospection, UserException):
-        raise   # (an exception the string raises is the program's own)
+        raise   # (the string looks at its frame; an exception it raises is the program's own)
     except Unsupported as e:
-        # a break inside the string would run eval natively, away from its frame
-        raise FrameIntrospection(f"eval() of code that breaks the graph ({e})", hint=_HINT) from e
+        raise _native(tx, f"eval() of code that breaks the graph ({e.what})", args, kwargs) from e
 
 
 def exec_rule(tx, *args, **kwargs):
+    if not args or len(args) > 3 or set(kwargs) - {"globals", "locals", "closure"}:
+        raise Unsupported("exec() with these arguments")
     if not _needs_frame(args, kwargs):
         raise Unsupported("exec() with explicit namespaces", hint="it runs natively at a graph break")
-    raise FrameIntrospection("exec() without namespaces reads the calling frame", hint=_HINT)
+    raise _native(tx, "exec() without namespaces", args, kwargs)
 
 
 def register(rules) -> None:
-    rules[builtins.eval] = eval_rule
-    rules[builtins.exec] = exec_rule
+    from ...runtime import frame_view
+    rules[builtins.eval] = rules[frame_view.frame_eval] = eval_rule
+    rules[builtins.exec] = rules[frame_view.frame_exec] = exec_rule
