@@ -26,7 +26,7 @@ import builtins
 import functools
 
 from ..runtime import frame_view
-from ..values.base import NULL, Value, realize
+from ..values.base import NULL, LazyValue, Value, realize
 
 #: the callables that read the calling frame when given no namespaces -> the
 #: builtin to call with explicit ones (a resume function loads the
@@ -57,11 +57,17 @@ class _WithNamespaces(Value):
         out.call(2)
 
 
-def _callee_object(ctx, v: Value):
-    v = realize(ctx, v)   # (guards it: the rewrite below assumes this callable)
-    fn = getattr(v, "fn", None)
-    if fn is None and v.is_python_constant():
-        fn = v.as_python_constant()
+def _reader(ctx, v: Value):
+    """The builtin to call if ``v`` is one of FRAME_READERS, else None.  Only
+    then is a lazy ``v`` realized (guarded: the rewrite assumes this
+    callable); any other callee is left as it is, unguarded."""
+    obj = v.obj if type(v) is LazyValue else getattr(v, "fn", None)
+    try:
+        fn = FRAME_READERS.get(obj)
+    except Exception:   # (an unhashable object, a __hash__ that raises)
+        return None
+    if fn is not None:
+        realize(ctx, v)
     return fn
 
 
@@ -82,10 +88,7 @@ def rewrite(frame, stack: list, inst, kw_names: tuple) -> None:
     pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)
     if inst.opname != "CALL_FUNCTION_EX":
         pos = SPELLING.callee_is_first(stack, pos, NULL)
-    try:
-        fn = FRAME_READERS.get(_callee_object(frame.ctx, stack[pos]))
-    except TypeError:   # (an unhashable callable)
-        return
+    fn = _reader(frame.ctx, stack[pos])
     if fn is None:
         return
     if inst.opname != "CALL" or kw_names:
