@@ -1,4 +1,4 @@
-"""``locals()``, ``vars()`` and ``dir()`` as the user's frame would answer them,
+"""``locals()``, ``vars()``, ``dir()``, ``eval`` and ``exec`` as the user's frame would answer them,
 when the code that calls them runs natively inside a resume function.
 
 A resume function (codegen/resume.py) is the rest of a user's frame after a
@@ -20,6 +20,10 @@ break as the resume function's argument ``<prefix>f_locals`` (codegen/names.py's
 in the frame's locals under that name, values/functions/frame_locals.py); a resume
 function that makes its first one natively keeps it in its real frame's
 locals dict, which CPython never clears of names that are not variables.
+
+``eval`` and ``exec`` without namespaces read the same view (and the
+frame's globals): their loads are routed the same way, and the stand-ins
+pass both as explicit namespaces (the dict the string's writes land in).
 
 The trace treats the functions here as it treats the builtins
 (values/functions/frame_locals.py), so the symbolic and the native answer agree.
