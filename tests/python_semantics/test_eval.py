@@ -1,9 +1,10 @@
 """``eval(constant string)`` inside a compiled function, vs eager (and
 torch.compile's graph counts where it is right): the string is traced
 inline with the frame's variables (values/operations/eval_builtin.py), so it joins the
-graph.  Where the frame is needed and the string cannot be traced, the
-frame runs as Python (never a native eval at a break, which would read the
-transformed frame's variables: torch.compile raises NameError there)."""
+graph.  Where the string cannot be traced, the call is a graph break whose
+native call gets the frame's globals and locals() as namespaces (never the
+call as written, which would read the transformed frame's variables:
+torch.compile raises NameError there): test_eval_breaks.py."""
 import pytest
 import torch
 
@@ -92,11 +93,13 @@ def test_eval_around_a_break(fn, graphs):
     assert compiled_stats(fn, t(3), fullgraph=False).frame_count == graphs
 
 
-@pytest.mark.parametrize("fn", [eval_of_a_lambda, exec_of_the_frame])
-def test_what_is_not_traced_runs_the_frame_as_python(fn):
-    """Faithful: a lambda made by eval, exec of the frame's variables."""
+@pytest.mark.parametrize("fn,graphs", [(eval_of_a_lambda, None), (exec_of_the_frame, 2)])
+def test_what_is_not_traced_is_a_graph_break(fn, graphs):
+    """A lambda made by eval (its ``y`` is a global there: eager's
+    NameError), exec of the frame's variables: a break with the frame's
+    namespaces; fullgraph names it."""
     reset()
-    assert_same(fn, t(3), fullgraph=False)
+    assert_same(fn, t(3), fullgraph=False, graphs=graphs)
     reset()
-    with pytest.raises(armature.Unsupported):
+    with pytest.raises(armature.Unsupported, match="graph break"):
         armature.compile(fn, backend="eager", fullgraph=True)(t(3))

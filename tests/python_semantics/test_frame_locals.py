@@ -259,6 +259,14 @@ def named_like_generated(x):
     return [k for k in e], e["___f_locals"] + e["___local0"] + e["___cell_v"], e is d, y
 
 
+def locals_kept_in_a_variable(x):
+    d = locals()
+    y = x * 2
+    locals()        # (3.11/3.12: d is the frame's one dict, which now holds itself)
+    print("a break")
+    return y + 1, sorted(d) == ["d", "x", "y"]
+
+
 def locals_in_class_body(x):
     class A:
         a = 1
@@ -283,7 +291,7 @@ def test_fullgraph(fn):
     (after_graph_break, 2), (in_loop_with_break, 3), (with_cells, 2), (cell_unbound_then_bound, 3),
     (mutation_across_break, 2), (handed_over_twice, 3), (in_try_finally, 1), (deleted_local, 2),
     (dir_after_break, 2), (builtins_attribute, 1), (locals_each_iteration, 0), (after_break, 2),
-    (named_like_generated, 1),
+    (named_like_generated, 1), (locals_kept_in_a_variable, 2),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_split_at_a_break(fn, graphs):
     # no frame runs as Python; the graphs are those of the tensor work on

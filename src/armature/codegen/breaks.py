@@ -22,7 +22,7 @@ from .emitter import Emitter
 from .exit import emit_grad_mode, emit_side_effects, push_stack
 from .resume import EXC_INFO_SLOT, NULL_SLOT, VALUE_SLOT
 from .spelling import SPELLING
-from . import zero_arg_super
+from . import namespace_calls, zero_arg_super
 
 
 class BreakNotPossible(Exception):
@@ -306,6 +306,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
     inst = frame.instructions[frame.break_at]
     code = frame.code
     stack = list(frame.stack)
+    namespace_calls.rewrite(frame, stack, inst, frame.kw_names)   # eval/exec given the frame's namespaces
     builds_module = _constructs_module(inst, stack)
     if inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
         pos = SPELLING.callable_position(len(stack), inst.opname, inst.arg)

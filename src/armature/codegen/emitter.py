@@ -142,6 +142,9 @@ class Emitter:
         if _has_identity(value):
             if id(value) in self._building:
                 raise Unsupported(f"rebuilding {value}, which contains itself")
+            if _is_self_holding_dict(value):
+                self._build_dict_in_place(value)
+                return
             self._building.add(id(value))
             value.reconstruct(self)
             self._building.discard(id(value))
@@ -153,6 +156,23 @@ class Emitter:
             return
         value.reconstruct(self)
 
+
+    def _build_dict_in_place(self, value) -> None:
+        """A plain dict that holds itself (3.11's ``d = locals()`` at a
+        later ``locals()``): an empty dict in its temporary first, then its
+        items stored one by one, in order, so the inner reference loads it."""
+        from ..values.containers.keys import emit_key
+        self.instr("BUILD_MAP", 0)
+        t = self.new_temp()
+        self.instr("STORE_FAST", t.name)
+        self._temps[id(value)] = t.name
+        self._keep.append(value)
+        for k, v in value.items.items():
+            self.reconstruct(v)
+            self.instr("LOAD_FAST", t.name)
+            emit_key(self, k)
+            self.instr("STORE_SUBSCR")
+        self.instr("LOAD_FAST", t.name)
 
     def _rebuild_tensor_object(self, value) -> None:
         """A new tensor that is more than a graph output: ``as_subclass`` to
@@ -183,6 +203,27 @@ class _Temp:
 
     def __init__(self, name: str):
         self.name = name
+
+
+def _is_self_holding_dict(value: Value) -> bool:
+    """A plain dict made in the frame with itself among its values (directly
+    or through dicts and lists made in the frame)."""
+    from ..values.containers.containers import DictValue, ListValue
+    if type(value) is not DictValue or value.cls is not dict or value.source is not None:
+        return False
+    seen, todo = set(), list(value.items.values())
+    while todo:
+        v = todo.pop()
+        if v is value:
+            return True
+        if id(v) in seen or v.source is not None:
+            continue
+        seen.add(id(v))
+        if type(v) is DictValue:
+            todo += list(v.items.values())
+        elif type(v) is ListValue:
+            todo += list(v.items)
+    return False
 
 
 def _has_identity(value: Value) -> bool:

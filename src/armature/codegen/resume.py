@@ -31,7 +31,7 @@ from . import zero_arg_super
 VALUE_SLOT, NULL_SLOT, EXC_INFO_SLOT = "v", "n", "e"
 #: global names whose loads a resume function routes through
 #: runtime/frame_view.resolve (they look at the calling frame)
-FRAME_LOOKERS = frozenset({"locals", "vars", "dir"})
+FRAME_LOOKERS = frozenset({"locals", "vars", "dir", "eval", "exec"})
 
 
 def local_key(code: types.CodeType, name: str) -> str:

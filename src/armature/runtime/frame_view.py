@@ -1,4 +1,4 @@
-"""``locals()``, ``vars()`` and ``dir()`` as the user's frame would answer them,
+"""``locals()``, ``vars()``, ``dir()``, ``eval`` and ``exec`` as the user's frame would answer them,
 when the code that calls them runs natively inside a resume function.
 
 A resume function (codegen/resume.py) is the rest of a user's frame after a
@@ -21,6 +21,10 @@ in the frame's locals under that name, values/functions/frame_locals.py); a resu
 function that makes its first one natively keeps it in its real frame's
 locals dict, which CPython never clears of names that are not variables.
 
+``eval`` and ``exec`` without namespaces read the same view (and the
+frame's globals): their loads are routed the same way, and the stand-ins
+pass both as explicit namespaces (the dict the string's writes land in).
+
 The trace treats the functions here as it treats the builtins
 (values/functions/frame_locals.py), so the symbolic and the native answer agree.
 """
@@ -35,6 +39,8 @@ from ..trace.pyversion import VERSION
 
 #: 3.13+ (PEP 667): locals() in a function is a new snapshot on every call
 SNAPSHOT = VERSION >= (3, 13)
+#: 3.13+: eval() and exec() take ``globals``/``locals`` by keyword too
+NAMESPACE_KEYWORDS = VERSION >= (3, 13)
 #: where a resume function running natively keeps the 3.11 dict it made (a
 #: key of its real frame's locals dict, after the code's generated prefix)
 _KEPT = "f_locals_made_here"
@@ -140,13 +146,42 @@ def frame_dir(*args, **kwargs):
     return sorted(view_of(sys._getframe(1)))
 
 
-for _fn, _like in ((frame_locals, builtins.locals), (frame_vars, builtins.vars), (frame_dir, builtins.dir)):
+def _with_frame_namespaces(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` (``eval`` or ``exec``) with the namespaces
+    the calling frame of the stand-in would give it: its globals and its
+    ``locals()`` as the user's frame sees it (the dict the string's writes
+    land in, as in CPython)."""
+    if not 1 <= len(args) <= 3 or (not NAMESPACE_KEYWORDS and {"globals", "locals"} & set(kwargs)):
+        return fn(*args, **kwargs)   # (eager's TypeError)
+    rest = dict(kwargs)
+    g = args[1] if len(args) > 1 else rest.pop("globals", None)
+    loc = args[2] if len(args) > 2 else rest.pop("locals", None)
+    if g is None:
+        caller = sys._getframe(2)
+        g = caller.f_globals
+        if loc is None:
+            loc = view_of(caller)
+    return fn(args[0], g, loc, **rest)
+
+
+def frame_eval(*args, **kwargs):
+    return _with_frame_namespaces(builtins.eval, args, kwargs)
+
+
+def frame_exec(*args, **kwargs):
+    return _with_frame_namespaces(builtins.exec, args, kwargs)
+
+
+for _fn, _like in ((frame_locals, builtins.locals), (frame_vars, builtins.vars), (frame_dir, builtins.dir),
+                   (frame_eval, builtins.eval), (frame_exec, builtins.exec)):
     _fn.__name__ = _fn.__qualname__ = _like.__name__
     _fn.__doc__ = _like.__doc__
 
 #: builtin -> its frame-aware stand-in
-STAND_INS = {"locals": frame_locals, "vars": frame_vars, "dir": frame_dir}
-_BY_BUILTIN = ((builtins.locals, frame_locals), (builtins.vars, frame_vars), (builtins.dir, frame_dir))
+STAND_INS = {"locals": frame_locals, "vars": frame_vars, "dir": frame_dir, "eval": frame_eval,
+             "exec": frame_exec}
+_BY_BUILTIN = ((builtins.locals, frame_locals), (builtins.vars, frame_vars), (builtins.dir, frame_dir),
+               (builtins.eval, frame_eval), (builtins.exec, frame_exec))
 
 
 def resolve(obj):
