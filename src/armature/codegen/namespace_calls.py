@@ -15,9 +15,10 @@ here as CPython refreshes it at each eval/exec, and handed to the resume
 function like any ``locals()`` dict).  The operands stay where the
 instruction put them; only the callee changes.
 
-Only ``CALL`` with positional arguments (the source, then ``None`` for the
-namespaces, if given) is rewritten; a keyword or unpacked spelling cannot
-be split there (:class:`BreakNotPossible`: the frame runs as Python).
+``CALL`` with the source, then ``None`` for the namespaces if given, is
+rewritten, and on 3.13+ (where eval/exec take keywords) ``CALL_KW`` with
+``globals=None``/``locals=None``; an unpacked spelling (``eval(*args)``)
+cannot be split there (:class:`BreakNotPossible`: the frame runs as Python).
 Explicit namespaces need no frame: the call stays as it is.
 """
 from __future__ import annotations
@@ -35,9 +36,10 @@ FRAME_READERS = {builtins.eval: builtins.eval, builtins.exec: builtins.exec,
                  frame_view.frame_eval: builtins.eval, frame_view.frame_exec: builtins.exec}
 
 
-def call_with_namespaces(fn, f_globals: dict, f_locals: dict, source, *namespaces):
+def call_with_namespaces(fn, f_globals: dict, f_locals: dict, source, *namespaces, **keyword_namespaces):
     """At run time: ``fn(source, f_globals, f_locals)``, the call the user's
-    frame would have made (``namespaces``: the ``None`` arguments written)."""
+    frame would have made (``namespaces``, ``keyword_namespaces``: the
+    ``None`` arguments written, positionally or, 3.13+, by keyword)."""
     return fn(source, f_globals, f_locals)
 
 
@@ -91,9 +93,19 @@ def rewrite(frame, stack: list, inst, kw_names: tuple) -> None:
     fn = _reader(frame.ctx, stack[pos])
     if fn is None:
         return
-    if inst.opname != "CALL" or kw_names:
-        raise BreakNotPossible(f"{fn.__name__}() with keyword or unpacked arguments reads the calling frame")
-    args = stack[len(stack) - inst.arg:]
-    if not args or len(args) > 3 or not all(_is_none(frame.ctx, a) for a in args[1:]):
+    if inst.opname == "CALL_FUNCTION_EX":
+        raise BreakNotPossible(f"{fn.__name__}() with unpacked arguments reads the calling frame")
+    if kw_names:
+        return   # (3.11/3.12: eval/exec take no keywords; eager's TypeError, raised before any frame is read)
+    names: tuple = ()
+    end = len(stack)
+    if inst.opname == "CALL_KW":   # (3.13+: the keyword names on top of the stack)
+        top = realize(frame.ctx, stack[-1])
+        names = top.as_python_constant() if top.is_python_constant() else None
+        if not isinstance(names, tuple) or not set(names) <= {"globals", "locals"}:
+            raise BreakNotPossible(f"{fn.__name__}() with these keyword arguments reads the calling frame")
+        end -= 1
+    args = stack[end - inst.arg:end]
+    if not args or len(args) > 3 or len(args) == len(names) or not all(_is_none(frame.ctx, a) for a in args[1:]):
         return   # explicit namespaces (or eager's TypeError): the call as written
     stack[pos] = _WithNamespaces(fn, frame.f_globals, locals_dict(frame, f"{fn.__name__}()"))

@@ -22,7 +22,8 @@ lands in that dict, never in the function's fast locals).
 - what the break cannot make faithful raises :class:`FrameIntrospection`,
   and the frame runs as Python: a constant string that looks at the frames
   above it (``sys._getframe``...: natively, armature's frame would be its
-  caller), and a keyword spelling of the namespaces (3.13+).
+  caller).  3.13+'s keyword spelling (``globals=None``, ``locals=None``)
+  is rewritten like the positional one.
 
 With explicit namespaces (``eval(s, g)``, ``eval(s, g, l)`` with ``l`` not
 None) the call does not look at the frame: it stays an ordinary graph break.
@@ -88,11 +89,10 @@ def _code_of(source: str):
 def _native(tx, what: str, args, kwargs) -> Unsupported:
     """The call runs natively at a graph break, with the frame's namespaces
     made explicit (codegen/namespace_calls.py); where the break cannot
-    rewrite it (a keyword spelling, code that is not a function's), the
-    frame runs as Python."""
-    if kwargs or not tx.code.co_flags & inspect.CO_OPTIMIZED:
-        return FrameIntrospection(f"{what} (spelled with keywords, or outside a function) reads the calling "
-                                  "frame", hint="pass the source and namespaces positionally")
+    rewrite it (code that is not a function's), the frame runs as Python.
+    (``kwargs``: ``globals=None``/``locals=None``, 3.13+, rewritten too.)"""
+    if not tx.code.co_flags & inspect.CO_OPTIMIZED:
+        return FrameIntrospection(f"{what} outside a function reads the calling frame", hint=_HINT)
     return Unsupported(f"{what}: it runs natively at a graph break, with the frame's globals and locals() "
                        "as its namespaces", hint=_HINT)
 
