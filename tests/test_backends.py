@@ -283,12 +283,11 @@ def test_inductor_starts_its_compile_workers_once(monkeypatch):
 
     import torch._inductor.async_compile as async_compile
 
-    from armature.backends import inductor_warmup
+    from armature.backends import inductor as inductor_backend
 
     started = []
     monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: started.append(1))
-    monkeypatch.setattr(inductor_warmup, "_workers_started", False)
-    monkeypatch.setattr(inductor_warmup, "warm_cpu_isa_probe", lambda options=None: None)
+    monkeypatch.setattr(inductor_backend, "_workers_started", False)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "triton" else real_find_spec(name, *a))
@@ -303,43 +302,3 @@ def test_inductor_starts_its_compile_workers_once(monkeypatch):
     lookup_backend("inductor").prepare()
     lookup_backend("inductor", mode="max-autotune").prepare()
     assert started == [1]
-
-
-def test_inductor_probes_the_cpu_vector_isas_while_the_frame_is_traced(monkeypatch):
-    """On a CPU machine, a compile with inductor starts inductor's vector-ISA
-    probes (C++ builds it runs before its first kernel) in a background
-    thread, once per process; not where the user set the answer
-    (``cpp.vec_isa_ok``), not with TORCH_WARM_POOL=0, not with CUDA."""
-    import threading
-
-    import torch._inductor.cpu_vec_isa as cpu_vec_isa
-    from torch._inductor import config as inductor_config
-
-    from armature.backends import inductor_warmup
-
-    seen = []
-    monkeypatch.setattr(cpu_vec_isa, "valid_vec_isa_list", lambda: seen.append(threading.current_thread().name))
-    monkeypatch.setattr(inductor_warmup, "warm_compile_workers", lambda: None)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-
-    def fresh():
-        monkeypatch.setattr(inductor_warmup, "_isa_probe", None)
-
-    fresh()
-    lookup_backend("inductor", options={"cpp.vec_isa_ok": False}).prepare()
-    monkeypatch.setenv("TORCH_WARM_POOL", "0")
-    lookup_backend("inductor").prepare()
-    monkeypatch.setenv("TORCH_WARM_POOL", "1")
-    with inductor_config.patch({"cpp.vec_isa_ok": True}):
-        lookup_backend("inductor").prepare()
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    lookup_backend("inductor").prepare()
-    assert inductor_warmup._isa_probe is None and seen == []
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    lookup_backend("inductor", mode="max-autotune").prepare()
-    probe = inductor_warmup._isa_probe
-    assert probe is not None
-    probe.join(timeout=60)
-    assert seen == ["armature-inductor-isa-probe"]
-    lookup_backend("inductor").prepare()   # once per process
-    assert inductor_warmup._isa_probe is probe and seen == ["armature-inductor-isa-probe"]

@@ -73,9 +73,7 @@ def register_backend(
     options eagerly, at lookup time, by raising ``ValueError``.
     ``prepare()`` is called by the runtime when a compile with this backend
     starts, before tracing: work that the backend will wait for later
-    (inductor's compile workers, its CPU probes: backends/inductor_warmup.py)
-    gets started while the frame is traced.  A ``prepare`` that takes an
-    ``options`` keyword is called with the compile's ``mode`` and ``options``.
+    (inductor's compile workers) gets started while the frame is traced.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"backend name must be a non-empty str, got {name!r}")
@@ -138,10 +136,7 @@ class _Backend:
         compiles, never the trace's."""
         if self._prepare is not None:
             try:
-                if _accepts_kwarg(self._prepare, "options"):
-                    self._prepare(**self.kwargs)   # (a warm-up that depends on the compile's settings)
-                else:
-                    self._prepare()
+                self._prepare()
             except Exception as e:  # noqa: BLE001 - an optimisation only
                 from ..diagnostics import logs
                 logs.artifact("perf").debug("backend %r: preparing failed (%s: %s)", self.name, type(e).__name__, e)

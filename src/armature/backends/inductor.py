@@ -9,12 +9,13 @@ fails where it was written rather than at the first compile.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Any, Callable
 
 import torch
 
 from . import register_backend
-from .inductor_warmup import prepare_inductor, warm_compile_workers
 
 
 def check_options(options: dict[str, Any]) -> None:
@@ -49,7 +50,33 @@ def config_patches(mode: str | None, options: dict[str, Any] | None) -> dict[str
     return patches
 
 
-@register_backend("inductor", check_options=check_options, prepare=prepare_inductor)
+def warm_compile_workers() -> None:
+    """Start inductor's pool of Triton compile workers now, if it will have one.
+
+    Inductor compiles Triton kernels in a pool of worker processes, but only
+    once the pool reports ready: kernels compiled before that are compiled
+    one after another in this process.  Starting the pool takes seconds (each
+    worker imports torch), so torch.compile's inductor backend starts it as
+    soon as the backend is called.  armature starts it when a compile begins,
+    before the frame is traced, so the pool boots while armature traces.
+    Nothing happens without Triton (a CPU-only install: C++ kernels do not use
+    the pool this way) or with ``TORCH_WARM_POOL=0``, as in torch.
+    """
+    global _workers_started
+    if _workers_started:
+        return
+    if importlib.util.find_spec("triton") is None or os.environ.get("TORCH_WARM_POOL", "1") != "1":
+        return
+    from torch._inductor.async_compile import maybe_warm_pool
+
+    maybe_warm_pool()
+    _workers_started = True
+
+
+_workers_started = False   # (the pool lives as long as the process: started once)
+
+
+@register_backend("inductor", check_options=check_options, prepare=warm_compile_workers)
 def inductor(
     gm: torch.fx.GraphModule,
     example_inputs: list[Any],
