@@ -536,3 +536,20 @@ def test_partial_made_in_frame_is_rebuilt_once():
     was rebuilt once per appearance)."""
     from python_semantics.identity_support import check_identity
     check_identity(partial_returned_twice, lambda: (torch.randn(3),), fullgraph=True)
+
+
+def call_a_constant_that_is_not_callable(x):
+    out = []
+    for v in (3, 2.5, "s", None, (1, 2)):
+        try:
+            v()
+        except TypeError as e:
+            out.append(str(e))
+    return x + len(out), out
+
+
+def test_calling_a_constant_that_is_not_callable_is_eagers_type_error():
+    """``3()``: CPython's TypeError, raised and caught inside the graph."""
+    from helpers import reset
+    reset()
+    assert_same(call_a_constant_that_is_not_callable, t(3), fullgraph=True, graphs=1)

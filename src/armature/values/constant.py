@@ -60,11 +60,21 @@ class ConstantValue(Value):
             return ConstantMethodValue(self, name)
         return ConstantValue(attr)
 
+    def call(self, tx, args, kwargs):
+        if type(self.value) in _NOT_CALLABLE:   # (``3()``, a ``throw = 3`` attribute called)
+            from ..diagnostics.errors import user_error
+            raise user_error(TypeError, f"'{type(self.value).__name__}' object is not callable")
+        return super().call(tx, args, kwargs)
+
     def reconstruct(self, out):
         out.load_const(self.value)
 
     def __repr__(self):
         return f"Constant({self.value!r})"
+
+
+#: constants whose call is CPython's TypeError, raised in the trace
+_NOT_CALLABLE = (int, float, complex, bool, str, bytes, type(None), tuple, frozenset)
 
 
 def _torch_meta_types():
