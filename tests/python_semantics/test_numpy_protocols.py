@@ -253,3 +253,19 @@ def test_numpy_scalar_input_new_value_recompiles():
     compiled = compile_fn(scalar_input_with_tensors, backend="eager", fullgraph=True)
     for s in (np.float64(0.5), np.float64(0.25), np.float32(0.5), np.float64(0.5)):
         same(scalar_input_with_tensors(x(3), s), compiled(x(3), s))
+
+
+def numpy_scalar_input_to_data_constructors(t, s):
+    return torch.tensor(s), torch.as_tensor(s), torch.tensor([s, s]), t.new_tensor([s]), t * s
+
+
+@pytest.mark.parametrize("s", [np.float64(2.5), np.int32(3), np.float16(1.5)], ids=repr)
+def test_numpy_scalar_input_keeps_its_dtype_in_data_constructors(s):
+    """``torch.tensor([s, s])`` takes its dtype from the NumPy scalar input
+    (float64, int32...), not from a Python number: such calls are not given
+    the Python number that operators get (they were, and came out float32)."""
+    reset()
+    expected = numpy_scalar_input_to_data_constructors(x(2), s)
+    got = compile_fn(numpy_scalar_input_to_data_constructors, backend="eager")(x(2), s)
+    for e, g in zip(expected, got):
+        assert g.dtype == e.dtype and torch.equal(g, e), (e, g)

@@ -308,15 +308,19 @@ def _numpy_scalar_as_python(c: Any) -> Any:
     raise Unsupported(f"a NumPy {type(c).__name__} scalar passed to a torch op")
 
 
-def _has_numpy_scalar(v: Value) -> bool:
+def _has_numpy_scalar(tx, v: Value) -> bool:
+    """``v`` is or holds a NumPy scalar: a constant one, or one passed in
+    (a scalar NdarrayValue)."""
     np = sys.modules.get("numpy")
     if np is None:
         return False
+    v = realize(tx.ctx, v)
     if isinstance(v, ConstantValue):
         return isinstance(v.value, np.generic)
     if isinstance(v, (kinds.TupleValue, kinds.ListValue)):
-        return any(_has_numpy_scalar(i) for i in v.items)
-    return False
+        return any(_has_numpy_scalar(tx, i) for i in v.items)
+    from ..numpy import is_ndarray_value
+    return is_ndarray_value(v) and v.scalar
 
 
 # torch functions that infer the dtype of their result from the data they are
@@ -353,12 +357,13 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
             return handled
     if kind == "call_method" and target == "as_subclass" or target is torch.Tensor.as_subclass:
         return _as_subclass(tx, args, kwargs)
-    args = [_specialized(tx, a) for a in args]
-    kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
     if getattr(target, "__name__", target) in _DATA_CONSTRUCTORS and \
-            any(_has_numpy_scalar(a) for a in [*args, *kwargs.values()]):
+            any(_has_numpy_scalar(tx, a) for a in [*args, *kwargs.values()]):
+        # (checked before _specialized turns a NumPy scalar input into a Python number)
         raise Unsupported(f"a NumPy scalar passed to torch.{getattr(target, '__name__', target)}() "
                           "(its dtype comes from NumPy)")
+    args = [_specialized(tx, a) for a in args]
+    kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
     if state_fn:
         _check_state_query(target)
