@@ -35,12 +35,10 @@ import inspect
 import sys
 import types
 
-from ..trace.pyversion import VERSION
+from ..trace.pyversion import NAMESPACE_KEYWORDS, VERSION
 
 #: 3.13+ (PEP 667): locals() in a function is a new snapshot on every call
 SNAPSHOT = VERSION >= (3, 13)
-#: 3.13+: eval() and exec() take ``globals``/``locals`` by keyword too
-NAMESPACE_KEYWORDS = VERSION >= (3, 13)
 #: where a resume function running natively keeps the 3.11 dict it made (a
 #: key of its real frame's locals dict, after the code's generated prefix)
 _KEPT = "f_locals_made_here"

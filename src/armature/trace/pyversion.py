@@ -88,6 +88,9 @@ def at_least(version: tuple[int, int]) -> bool:
 #: paused instruction, not the frame's state); 3.13+ find no delegate in a
 #: running frame and raise "generator already executing".
 REENTRANT_YIELD_FROM_THROW = VERSION < (3, 13)
+#: 3.13+: eval() and exec() take ``globals``/``locals`` by keyword too
+#: (3.11/3.12: a TypeError)
+NAMESPACE_KEYWORDS = VERSION >= (3, 13)
 
 
 def exception_table(code):

@@ -35,6 +35,7 @@ import dis
 import inspect
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
+from ...trace import pyversion
 from ..base import realize
 from ..containers.keys import has_value_keys
 from ..functions.frame_locals import FrameIntrospection, locals_dict
@@ -99,9 +100,8 @@ def _native(tx, what: str, args, kwargs) -> Unsupported:
 
 def _keyword_namespaces(name: str, kwargs) -> None:
     """3.11/3.12: the namespaces are positional only (eager's TypeError)."""
-    from ...runtime.frame_view import NAMESPACE_KEYWORDS
     given = [k for k in kwargs if k in ("globals", "locals")]
-    if given and not NAMESPACE_KEYWORDS:
+    if given and not pyversion.NAMESPACE_KEYWORDS:
         raise user_error(TypeError, "eval() takes no keyword arguments" if name == "eval"
                          else f"'{given[0]}' is an invalid keyword argument for exec()")
 
@@ -136,10 +136,8 @@ def eval_rule(tx, *args, **kwargs):
     except UserException:
         raise   # (an exception the string raises is the program's own)
     except FrameIntrospection as e:
-        if _inspects_frames(src.as_python_constant(), "eval"):
-            # (run natively, its frame's f_back would be armature's frame)
-            raise FrameIntrospection(f"eval() of code that looks at its frame ({e.what})", hint=_HINT) from e
-        # locals(), vars(), dir() or eval() in the string: natively, with
+        # locals(), vars(), dir() or eval() in the string (one that looks
+        # above its frame was refused before tracing it): natively, with
         # explicit namespaces, they read those namespaces, as in the frame
         raise _native(tx, f"eval() of code that reads its namespace ({e.what})", args, kwargs) from e
     except Unsupported as e:
