@@ -89,16 +89,21 @@ def inductor(
     Static inputs (parameters, buffers, ``mark_static_address``) are told to
     AOTAutograd as torch.compile's frontend tells it; a graph compiled with
     CUDA graphs makes every top-level call advance the trees' generation
-    (backends/cudagraphs.py).  ``compile_fx`` takes ownership of ``gm`` and
+    (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
+    C++ kernel waits for, run in parallel first (backends/cpu_isa_probes.py).
+    ``compile_fx`` takes ownership of ``gm`` and
     may rewrite it.  What it returns may use the boxed calling convention;
     the registry unboxes it.
     """
     warm_compile_workers()   # (a graph compiled without a traced frame: export, regions' retries)
     from torch._inductor.compile_fx import compile_fx
 
+    from .cpu_isa_probes import probe_in_parallel, wants_cpu_probes
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
 
     patches = config_patches(mode, options)
+    if wants_cpu_probes(example_inputs):
+        probe_in_parallel(patches)   # (a cold process's C++ ISA probes, side by side: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
     return compile_with_static_inputs(

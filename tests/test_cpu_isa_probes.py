@@ -1,0 +1,118 @@
+"""Inductor's CPU ISA probes run side by side (backends/cpu_isa_probes.py).
+
+The probes are process-wide and cached, so each check runs in a fresh
+interpreter.  The C++ builds themselves are replaced by a stand-in that
+records which thread asked and answers from a table, so the checks take
+a second, not the seconds of real builds; one test does the real builds and
+compares the answers with inductor's own serial ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from armature.backends.cpu_isa_probes import wants_cpu_probes
+
+x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
+                              reason="inductor probes several ISAs only on x86 Linux")
+
+
+def _run(body: str, tmp_path, **env) -> dict:
+    script = textwrap.dedent("""
+        import json, threading, time
+        import torch
+        from torch._inductor import cpu_vec_isa as C
+        calls = []
+        def fake_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            time.sleep(0.2)
+            return "vnni" not in str(self)   # (any fixed table of answers)
+        C.VecISA.check_build = fake_check_build
+        from armature.backends.cpu_isa_probes import probe_in_parallel
+    """) + textwrap.dedent(body)
+    full_env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), **env)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=full_env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _candidates() -> int:
+    from torch._inductor import cpu_vec_isa as C
+    flags = C.x86_isa_checker()
+    return sum(1 for isa in C.supported_vec_isa_list if flags and all(f in flags for f in str(isa).split()))
+
+
+@x86_only
+def test_probes_run_on_several_threads_and_inductor_reuses_their_answers(tmp_path):
+    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
+        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+    out = _run("""
+        probe_in_parallel({})
+        before = len(calls)
+        isas = [str(i) for i in C.valid_vec_isa_list()]   # inductor's own (serial) call
+        print(json.dumps({"calls": calls, "before": before, "after": len(calls), "isas": isas}))
+    """, tmp_path)
+    threads = {t for _, t in out["calls"]}
+    assert all(t.startswith("armature-isa-probe") for t in threads)
+    assert len(threads) >= 2
+    assert out["after"] == out["before"] > 0   # inductor asked nothing again
+    # the answers are the stand-in's: every ISA the CPU has except the VNNI ones
+    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
+
+
+@x86_only
+def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
+    out = _run("""
+        probe_in_parallel({"cpp.vec_isa_ok": False})   # the compile's options say it
+        first = len(calls)
+        from torch._inductor import config
+        with config.patch({"cpp.vec_isa_ok": True}):
+            probe_in_parallel({})                        # the global config says it
+        second = len(calls)
+        C.valid_vec_isa_list()
+        third = len(calls)
+        probe_in_parallel({})                            # inductor has its list already
+        print(json.dumps({"counts": [first, second, third, len(calls)]}))
+    """, tmp_path)
+    first, second, third, last = out["counts"]
+    assert first == second == 0
+    assert last == third
+
+
+@pytest.mark.inductor
+@pytest.mark.slow
+@x86_only
+def test_real_probes_give_inductors_serial_answers(tmp_path):
+    """The real C++ builds, side by side, against a second fresh process
+    where inductor probes alone."""
+    def answers(parallel: bool, cache) -> list[str]:
+        code = textwrap.dedent(f"""
+            import json
+            from torch._inductor import cpu_vec_isa as C
+            from armature.backends.cpu_isa_probes import probe_in_parallel
+            if {parallel}:
+                probe_in_parallel({{}})
+            isas = C.valid_vec_isa_list()
+            print(json.dumps([str(i) for i in isas] + [str(C.pick_vec_isa())]
+                             + [str(getattr(i, "_is_avx512_bf16_supported", None)) for i in isas]))
+        """)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)))
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    assert answers(True, tmp_path / "parallel") == answers(False, tmp_path / "serial")
+
+
+def test_which_graphs_want_cpu_probes():
+    assert wants_cpu_probes([torch.ones(2)])
+    assert wants_cpu_probes([3, 4.0])                       # no tensor input: factories make CPU tensors
+    assert wants_cpu_probes([torch.ones(2, device="meta"), torch.ones(1)])
+    assert not wants_cpu_probes([torch.ones(2, device="meta")])   # (a device other than the CPU)
