@@ -276,9 +276,9 @@ def test_prepare_follows_the_backend_through_lookup(scratch_registry):
 
 
 def test_inductor_starts_its_compile_workers_once(monkeypatch):
-    """With Triton installed, inductor's worker pool is started when a compile
-    begins (torch.compile starts it when its backend is called); without
-    Triton there is no pool to start."""
+    """With Triton installed and a GPU, inductor's worker pool is started when
+    a compile begins (torch.compile starts it when its backend is called);
+    without Triton there is no pool to start."""
     import importlib.util
 
     import torch._inductor.async_compile as async_compile
@@ -288,6 +288,7 @@ def test_inductor_starts_its_compile_workers_once(monkeypatch):
     started = []
     monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: started.append(1))
     monkeypatch.setattr(inductor_backend, "_workers_started", False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "triton" else real_find_spec(name, *a))
@@ -302,3 +303,35 @@ def test_inductor_starts_its_compile_workers_once(monkeypatch):
     lookup_backend("inductor").prepare()
     lookup_backend("inductor", mode="max-autotune").prepare()
     assert started == [1]
+
+
+def test_inductor_leaves_the_triton_pool_alone_where_no_triton_kernel_can_come(monkeypatch):
+    """The pool compiles Triton kernels only: with Triton installed but no GPU
+    and inductor's C++ CPU backend, its workers would only take cores from
+    the C++ builds, so it is not started; with ``cpu_backend="triton"`` (in
+    the global config or the compile's options) it is."""
+    import importlib.util
+
+    import torch._inductor.async_compile as async_compile
+    from torch._inductor import config as inductor_config
+
+    from armature.backends import inductor as inductor_backend
+
+    started = []
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: started.append(1))
+    monkeypatch.setattr(inductor_backend, "_workers_started", False)
+    for name in ("cuda", "xpu", "mtia"):
+        if getattr(torch, name, None) is not None:
+            monkeypatch.setattr(getattr(torch, name), "is_available", lambda: False)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "triton" else real_find_spec(name, *a))
+    lookup_backend("inductor").prepare()
+    inductor_backend.warm_compile_workers({"cpp.simdlen": 256})
+    assert started == []
+    inductor_backend.warm_compile_workers({"cpu_backend": "triton"})   # the compile's options
+    assert started == [1]
+    monkeypatch.setattr(inductor_backend, "_workers_started", False)
+    with inductor_config.patch(cpu_backend="triton"):                   # the global config
+        lookup_backend("inductor").prepare()
+    assert started == [1, 1]

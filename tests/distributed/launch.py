@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -100,5 +101,10 @@ def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env:
     ranks = []
     for rank in range(world):
         path = os.path.join(tmp, f"rank{rank}.json")
-        ranks.append(json.load(open(path)) if os.path.exists(path) else {})
+        if os.path.exists(path):
+            with open(path) as f:
+                ranks.append(json.load(f))
+        else:
+            ranks.append({})
+    shutil.rmtree(tmp, ignore_errors=True)   # (the logs and results are in the RunResult now)
     return RunResult(ranks, outputs, hung, [p.returncode for p in procs])

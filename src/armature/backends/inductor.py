@@ -50,8 +50,8 @@ def config_patches(mode: str | None, options: dict[str, Any] | None) -> dict[str
     return patches
 
 
-def warm_compile_workers() -> None:
-    """Start inductor's pool of Triton compile workers now, if it will have one.
+def warm_compile_workers(patches: dict[str, Any] | None = None) -> None:
+    """Start inductor's pool of Triton compile workers now, if it will use one.
 
     Inductor compiles Triton kernels in a pool of worker processes, but only
     once the pool reports ready: kernels compiled before that are compiled
@@ -59,18 +59,42 @@ def warm_compile_workers() -> None:
     worker imports torch), so torch.compile's inductor backend starts it as
     soon as the backend is called.  armature starts it when a compile begins,
     before the frame is traced, so the pool boots while armature traces.
-    Nothing happens without Triton (a CPU-only install: C++ kernels do not use
-    the pool this way) or with ``TORCH_WARM_POOL=0``, as in torch.
+
+    The pool compiles Triton kernels only (C++ kernels are built on a thread
+    pool), so it is not started where no Triton kernel can come: Triton not
+    installed, or no GPU and inductor's CPU backend is not Triton (under the
+    compile's options ``patches``).  torch.compile starts it whenever Triton is
+    installed; on a machine without a GPU its workers then only take cores
+    from the C++ builds (2-core CPU, GPT-2: see README, regions).
+    ``TORCH_WARM_POOL=0`` turns it off, as in torch.
     """
     global _workers_started
     if _workers_started:
         return
     if importlib.util.find_spec("triton") is None or os.environ.get("TORCH_WARM_POOL", "1") != "1":
         return
+    if not _triton_kernels_possible(patches or {}):
+        return
     from torch._inductor.async_compile import maybe_warm_pool
 
     maybe_warm_pool()
     _workers_started = True
+
+
+def _triton_kernels_possible(patches: dict[str, Any]) -> bool:
+    """Whether inductor may generate Triton kernels in this process: a GPU
+    it drives with Triton is present, or the CPU backend is Triton."""
+    for name in ("cuda", "xpu", "mtia"):
+        device = getattr(torch, name, None)
+        try:
+            if device is not None and device.is_available():
+                return True
+        except Exception:  # noqa: BLE001 - unsure: warm the pool, as torch.compile would
+            return True
+    from torch._inductor import config
+
+    with config.patch(patches):
+        return getattr(config, "cpu_backend", "cpp") == "triton"
 
 
 _workers_started = False   # (the pool lives as long as the process: started once)
@@ -91,17 +115,16 @@ def inductor(
     CUDA graphs makes every top-level call advance the trees' generation
     (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
     C++ kernel waits for, run in parallel first (backends/cpu_isa_probes.py).
-    ``compile_fx`` takes ownership of ``gm`` and
-    may rewrite it.  What it returns may use the boxed calling convention;
+    ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it returns may use the boxed calling convention;
     the registry unboxes it.
     """
-    warm_compile_workers()   # (a graph compiled without a traced frame: export, regions' retries)
+    patches = config_patches(mode, options)
+    warm_compile_workers(patches)   # (a graph compiled without a traced frame: export, regions' retries; options)
     from torch._inductor.compile_fx import compile_fx
 
     from .cpu_isa_probes import probe_in_parallel, wants_cpu_probes
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
 
-    patches = config_patches(mode, options)
     if wants_cpu_probes(example_inputs):
         probe_in_parallel(patches)   # (a cold process's C++ ISA probes, side by side: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
