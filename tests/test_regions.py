@@ -488,3 +488,57 @@ def test_buffer_reuse_off_only_where_a_backward_exists():
         gm = armature.cache_entries(cm)[0].graph_module
         assert calls(cm) >= 2
         assert regions.backend_for(inductor, gm).kwargs.get("options") == expected
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+def test_convolution_blocks_stay_inlined_under_auto(caplog):
+    """inductor chooses convolution layouts per graph; a subgraph boundary
+    puts the activations back in the default layout at every block, which
+    measured slower per call (torchvision ResNet, 12 blocks, CPU), so
+    automatic regions leave such blocks inlined and say why."""
+    class ConvStack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.blocks = nn.Sequential(*(ConvBlock() for _ in range(3)))
+
+        def forward(self, x):
+            return self.blocks(x).mean((2, 3))
+
+    x = torch.randn(2, 4, 6, 6)
+    with caplog.at_level("DEBUG", logger="armature.regions"):
+        cm = check_inference(ConvStack().eval(), x)
+    assert calls(cm) == 0
+    assert any("a convolution" in r.getMessage() for r in caplog.records)
+    armature.reset()
+    with armature.config.patch(regions="always"):   # (asked for every repeated block: merged)
+        cm = check_inference(ConvStack().eval(), x)
+    assert calls(cm) == 3
+
+
+def test_marked_function_with_a_convolution_is_merged():
+    """A function the user marked is merged whatever it runs."""
+    @armature.compile_region
+    def layer(x, w):
+        return torch.relu(F.conv2d(x, w, padding=1))
+
+    def f(x, ws):
+        for w in ws:
+            x = layer(x, w)
+        return x
+
+    torch.manual_seed(2)
+    ws = [torch.randn(4, 4, 3, 3) for _ in range(3)]
+    x = torch.randn(1, 4, 5, 5)
+    cf = armature.compile(f, backend="aot_eager")
+    torch.testing.assert_close(cf(x, ws), f(x, ws))
+    assert calls(cf) == 3

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,6 +39,8 @@ from ..diagnostics import logs
 __all__ = ["probe_in_parallel", "wants_cpu_probes"]
 
 log_perf = logs.artifact("perf")
+
+_probing = threading.Lock()   # (two compiles on two threads: one probes, the other waits and finds the answers)
 
 
 def wants_cpu_probes(example_inputs: list[Any]) -> bool:
@@ -64,6 +67,11 @@ def probe_in_parallel(patches: dict[str, Any]) -> None:
         from torch._inductor import cpu_vec_isa
     except ImportError:   # (an inductor without this module: it probes as it always did)
         return
+    with _probing:
+        _probe_in_parallel(cpu_vec_isa, config, patches)
+
+
+def _probe_in_parallel(cpu_vec_isa, config, patches: dict[str, Any]) -> None:
     try:
         cache_info = getattr(cpu_vec_isa.valid_vec_isa_list, "cache_info", None)
         if cache_info is None or cache_info().currsize:
