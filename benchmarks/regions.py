@@ -38,6 +38,7 @@ Usage:  python benchmarks/regions.py [--models gpt2,llama] [--depths 2,12,24]
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import statistics
@@ -270,7 +271,8 @@ def _graph_stats(compiler: str, cm) -> tuple[int, int]:
     return int(counters["stats"]["unique_graphs"]), (-1 if calls is None else calls)
 
 
-def steady(model: str, depth: int, rounds: int, threads: int) -> dict:
+def steady(model: str, depth: int, rounds: int, threads: int, options: dict | None = None,
+           regions: str = "auto") -> dict:
     """Steady-state speed in one process: armature without and with
     regions and torch.compile, compiled once each, then timed in
     interleaved rounds (each round calls every variant ``--iters``-free
@@ -284,12 +286,12 @@ def steady(model: str, depth: int, rounds: int, threads: int) -> dict:
     inputs = make_inputs()
     variants = {}
     with torch.no_grad():
-        for name, regions in (("armature", "off"), ("armature+regions", "auto")):
-            armature.config.set(regions=regions)
-            variants[name] = armature.compile(m, backend="inductor")
+        for name, setting in (("armature", "off"), ("armature+regions", regions)):
+            armature.config.set(regions=setting)
+            variants[name] = armature.compile(m, backend="inductor", options=options)
             variants[name](*inputs)
         armature.config.set(regions="auto")
-        variants["torch.compile"] = torch.compile(m, backend="inductor")
+        variants["torch.compile"] = torch.compile(m, backend="inductor", options=options)
         variants["torch.compile"](*inputs)
         variants["eager"] = m
         times = {k: [] for k in variants}
@@ -300,7 +302,8 @@ def steady(model: str, depth: int, rounds: int, threads: int) -> dict:
                     fn(*inputs)
                 times[name].append((time.perf_counter() - t0) / 10)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    return {"model": model, "depth": depth, "threads": threads, "median_ms": med,
+    return {"model": model, "depth": depth, "threads": threads, "options": options, "regions": regions,
+            "median_ms": med,
             "regions/armature": med["armature+regions"] / med["armature"],
             "regions/torch.compile": med["armature+regions"] / med["torch.compile"],
             "load": os.getloadavg()[0]}
@@ -359,13 +362,20 @@ def main(argv=None) -> None:
                     help="steady-state speed only: the variants in one process, interleaved rounds")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--regions", default="auto", choices=("auto", "always"),
+                    help="--steady: armature's regions setting for the armature+regions variant")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="--steady: an inductor option for every compiled variant (a Python literal), "
+                         "e.g. layout_optimization=False")
     a = ap.parse_args(argv)
     if a.steady:
         for model in a.models.split(","):
             for depth in (int(d) for d in a.depths.split(",")):
                 with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
                     os.environ.update(TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0")
-                    print(json.dumps(steady(model, depth, a.rounds, a.threads)), flush=True)
+                    options = {k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in a.option)} or None
+                    r = steady(model, depth, a.rounds, a.threads, options, a.regions)
+                    print(json.dumps(r), flush=True)
         return
     if a.child:
         model, depth, compiler, iters = a.child

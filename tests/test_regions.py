@@ -500,28 +500,43 @@ class ConvBlock(nn.Module):
         return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
 
 
-def test_convolution_blocks_stay_inlined_under_auto(caplog):
-    """inductor chooses convolution layouts per graph; a subgraph boundary
-    puts the activations back in the default layout at every block, which
-    measured slower per call (torchvision ResNet, 12 blocks, CPU), so
-    automatic regions leave such blocks inlined and say why."""
-    class ConvStack(nn.Module):
-        def __init__(self):
-            super().__init__()
-            torch.manual_seed(0)
-            self.blocks = nn.Sequential(*(ConvBlock() for _ in range(3)))
+class ConvStack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.Sequential(*(ConvBlock() for _ in range(3)))
 
-        def forward(self, x):
-            return self.blocks(x).mean((2, 3))
+    def forward(self, x):
+        return self.blocks(x).mean((2, 3))
 
+
+@pytest.mark.inductor
+def test_convolution_blocks_stay_inlined_under_inductors_layout_optimization(caplog):
+    """inductor's layout optimization chooses convolution layouts per graph;
+    a subgraph boundary puts the activations back in the default layout at
+    every block, which measured slower per call (torchvision ResNet, 12
+    blocks, CPU), so automatic regions leave such blocks inlined under
+    inductor and say why; with the optimization off they merge."""
     x = torch.randn(2, 4, 6, 6)
     with caplog.at_level("DEBUG", logger="armature.regions"):
-        cm = check_inference(ConvStack().eval(), x)
+        cm = check_inference(ConvStack().eval(), x, backend="inductor")
     assert calls(cm) == 0
-    assert any("a convolution" in r.getMessage() for r in caplog.records)
+    assert any("a convolution" in r.getMessage() and "layout_optimization" in r.getMessage()
+               for r in caplog.records)
     armature.reset()
-    with armature.config.patch(regions="always"):   # (asked for every repeated block: merged)
-        cm = check_inference(ConvStack().eval(), x)
+    cm = check_inference(ConvStack().eval(), x, backend="inductor", options={"layout_optimization": False})
+    assert calls(cm) == 3
+
+
+def test_convolution_blocks_merge_where_no_layout_is_chosen():
+    """aot_eager chooses no layouts: the blocks merge; so they do under
+    regions="always" whatever the backend does."""
+    x = torch.randn(2, 4, 6, 6)
+    cm = check_inference(ConvStack().eval(), x)
+    assert calls(cm) == 3
+    armature.reset()
+    with armature.config.patch(regions="always"):
+        cm = check_inference(ConvStack().eval(), x, backend="eager")
     assert calls(cm) == 3
 
 

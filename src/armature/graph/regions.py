@@ -35,11 +35,13 @@ those are what ``invoke_subgraph`` cannot express or what aot_autograd would
 treat differently from the inlined ops.  Outermost calls are merged first
 (a block rather than its linears); calls with fewer than
 :data:`MIN_OPS` ops are left inlined (no compile time to save, a fusion
-boundary to lose); marked functions are merged at any size.  Under "auto",
-a module call that runs a convolution stays inlined too: inductor picks
-convolution layouts (channels-last) per graph, and at a subgraph's boundary
-the activations go back to the default layout at every block (torchvision's
-ResNet-18 layout at 12 blocks, CPU: 1.26x slower per call merged).
+boundary to lose); marked functions are merged at any size.  Under "auto"
+with inductor's layout optimization on (its default), a module call that
+runs a convolution stays inlined too: inductor picks convolution layouts
+(channels-last) per graph, and at a subgraph's boundary the activations go
+back to the default layout at every block (torchvision's ResNet layout at 12
+blocks, CPU: 1.26x slower per call merged; the same with the optimization
+off: 1.02x).
 
 When: ``armature.config.regions`` -- "auto" (for the compiling backends,
 inductor and aot_eager: the eager backend would gain nothing and pay
@@ -199,6 +201,21 @@ def backend_for(backend, gm=None):
     return _Backend(backend.name, backend.fn, backend.check_options, kwargs)
 
 
+def _layouts_chosen_per_graph(backend) -> bool:
+    """Whether ``backend`` is inductor with its layout optimization on (the
+    default, or as the compile's ``options``/``mode`` set it): it then gives a
+    graph's convolutions channels-last layouts, and a subgraph boundary
+    converts the activations back at every block."""
+    from ..backends import _Backend
+    if not isinstance(backend, _Backend) or backend.name != "inductor":
+        return False
+    from torch._inductor import config as inductor_config
+
+    from ..backends.inductor import config_patches
+    with inductor_config.patch(config_patches(backend.kwargs.get("mode"), backend.kwargs.get("options"))):
+        return bool(inductor_config.layout_optimization)
+
+
 def _differentiable(gm) -> bool:
     """Some invoke_subgraph call returns a tensor that requires grad."""
     for n in gm.graph.nodes:
@@ -246,6 +263,7 @@ def _merge(gm, graph, config, backend):
     g.output(g.graph_copy(gm.graph, val_map))
     sym_nodes = {s: val_map[n] for s, n in graph.symbol_nodes.items() if n in val_map}
     out = torch.fx.GraphModule(gm, g, class_name=type(gm).__name__)
+    keep_convolutions = config.regions == "auto" and _layouts_chosen_per_graph(backend)
     counter = [0]
     replaced = 0
     # outermost calls first: a merged block's inner calls are gone from the graph
@@ -256,7 +274,7 @@ def _merge(gm, graph, config, backend):
                 level.setdefault(r.key, []).append(r)
         for rs in level.values():
             if len(rs) > 1:
-                replaced += _merge_group(out, val_map, sym_nodes, rs, counter, config.regions == "auto")
+                replaced += _merge_group(out, val_map, sym_nodes, rs, counter, keep_convolutions)
     if not replaced:
         return None
     out.graph.lint()
@@ -264,12 +282,12 @@ def _merge(gm, graph, config, backend):
     return out
 
 
-def _merge_group(gm, node_map, sym_nodes, rs, counter, auto: bool) -> int:
+def _merge_group(gm, node_map, sym_nodes, rs, counter, keep_convolutions: bool) -> int:
     alive = {n: i for i, n in enumerate(gm.graph.nodes)}
     nodes_in_order = list(gm.graph.nodes)
     clusters: dict = {}
     for r in rs:
-        cand = _candidate(node_map, sym_nodes, r, alive, nodes_in_order, auto)
+        cand = _candidate(node_map, sym_nodes, r, alive, nodes_in_order, keep_convolutions)
         if cand is not None:
             clusters.setdefault(cand.signature, []).append(cand)
     n = 0
@@ -297,16 +315,17 @@ class _Candidate:
 
 
 def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: list,
-               auto: bool = False) -> "_Candidate | None":
+               keep_convolutions: bool = False) -> "_Candidate | None":
     ops = [n for n in map(node_map.get, r.graph.op_nodes[r.start:r.end]) if n is not None and n in alive]
     if not ops or (not r.marked and len(ops) < MIN_OPS):
         return None   # (too small to be worth a subgraph)
-    if auto and not r.marked:
+    if keep_convolutions and not r.marked:
         conv = next((n for n in ops if _convolution(n)), None)
         if conv is not None:
-            return _no(r, f"a convolution ({conv.format_node()}): inductor chooses convolution layouts "
-                          "(channels-last) per graph, and a subgraph's boundary keeps the blocks' activations "
-                          "in the default layout, converted at every block: slower at run time")
+            return _no(r, f"a convolution ({conv.format_node()}): inductor's layout optimization picks "
+                          "convolution layouts (channels-last) per graph, and a subgraph's boundary converts the "
+                          "activations back at every block: slower at run time (merged anyway with "
+                          "options={'layout_optimization': False}, a marked block, or regions='always')")
     before, after = node_map.get(r.before), node_map.get(r.after)
     if (r.before is not None and before not in alive) or after not in alive:
         return _no(r, "its first or last node is gone (an earlier merge)")
