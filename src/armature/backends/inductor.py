@@ -115,8 +115,8 @@ def inductor(
     CUDA graphs makes every top-level call advance the trees' generation
     (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
     C++ kernel waits for, run in parallel first (backends/cpu_isa_probes.py).
-    ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it returns may use the boxed calling convention;
-    the registry unboxes it.
+    ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
+    returns may use the boxed calling convention; the registry unboxes it.
     """
     patches = config_patches(mode, options)
     warm_compile_workers(patches)   # (a graph compiled without a traced frame: export, regions' retries; options)

@@ -39,9 +39,9 @@ boundary to lose); marked functions are merged at any size.  Under "auto"
 with inductor's layout optimization on (its default), a module call that
 runs a convolution stays inlined too: inductor picks convolution layouts
 (channels-last) per graph, and at a subgraph's boundary the activations go
-back to the default layout at every block (torchvision's ResNet layout at 12
-blocks, CPU: 1.26x slower per call merged; the same with the optimization
-off: 1.02x).
+back to the default layout at every block (torchvision's ResNet at 12
+blocks, CPU, every block merged: 1.45x slower per call than inlined; with
+the optimization off, 0.95x).
 
 When: ``armature.config.regions`` -- "auto" (for the compiling backends,
 inductor and aot_eager: the eager backend would gain nothing and pay
