@@ -309,6 +309,17 @@ def steady(model: str, depth: int, rounds: int, threads: int, options: dict | No
             "load": os.getloadavg()[0]}
 
 
+def _warm_up() -> None:
+    """One throw-away measurement before the first counted one.  In a fresh
+    clone or venv the first child process otherwise pays one-time costs of
+    the checkout inside its timed first call: writing armature's ``.pyc``
+    files, and reading torch's C++ headers and libraries from disk into the
+    page cache for inductor's first C++ builds (GPT-2, 12 blocks, regions: 19.1
+    s for the first child of a fresh clone, 12-14 s after)."""
+    r = run_child("gpt2", 2, "armature+regions", 3)
+    print(f"# warm-up child (not counted): {r.get('compile_s', r.get('error', '?'))}", flush=True)
+
+
 def run_child(model: str, depth: int, compiler: str, iters: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
@@ -328,14 +339,14 @@ def table(results: list[dict], compilers: list[str]) -> str:
         rows.setdefault((r["model"], r["depth"]), {}).setdefault(r["compiler"], []).append(r)
     head = ["model", "blocks"] + [f"{c} compile s" for c in compilers] + \
         ["regions / torch.compile", "regions / armature", "steady regions / armature", "steady regions / torch.compile",
-         "graphs (arm, arm+reg, tc, tc+ncr)", "subgraph calls (arm+reg)"]
+         f"graphs ({', '.join(compilers)})", "subgraph calls (arm+reg)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (model, depth), per in rows.items():
         def med(c, key):
             vals = [r[key] for r in per.get(c, []) if key in r]
             return statistics.median(vals) if vals else None
-        def fmt(v, spec=".1f"):
-            return "err" if v is None else format(v, spec)
+        def fmt(v, spec=".1f"):   # ("-": that compiler was not run or failed; its error is in the JSON)
+            return "-" if v is None else format(v, spec)
         comp = {c: med(c, "compile_s") for c in compilers}
         ratio = lambda a, b: None if a is None or b is None else a / b   # noqa: E731
         cells = [model, str(depth)] + [fmt(comp[c]) for c in compilers] + [
@@ -358,6 +369,8 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="skip the throw-away first child (see _warm_up)")
     ap.add_argument("--steady", action="store_true",
                     help="steady-state speed only: the variants in one process, interleaved rounds")
     ap.add_argument("--rounds", type=int, default=15)
@@ -383,6 +396,8 @@ def main(argv=None) -> None:
         return
     compilers = a.compilers.split(",")
     results = []
+    if not a.no_warmup:
+        _warm_up()
     print(f"# load average at start: {os.getloadavg()}, {os.cpu_count()} cpus", flush=True)
     for model in a.models.split(","):
         for depth in (int(d) for d in a.depths.split(",")):
