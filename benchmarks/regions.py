@@ -382,11 +382,11 @@ def main(argv=None) -> None:
                          "e.g. layout_optimization=False")
     a = ap.parse_args(argv)
     if a.steady:
+        options = {k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in a.option)} or None
         for model in a.models.split(","):
             for depth in (int(d) for d in a.depths.split(",")):
                 with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
                     os.environ.update(TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0")
-                    options = {k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in a.option)} or None
                     r = steady(model, depth, a.rounds, a.threads, options, a.regions)
                     print(json.dumps(r), flush=True)
         return

@@ -62,36 +62,33 @@ def probe_in_parallel(patches: dict[str, Any]) -> None:
     """Run inductor's ISA probes concurrently, under the inductor config
     overrides ``patches`` (a ``cpp.vec_isa_ok`` given in ``options`` wins, as
     it does inside ``compile_fx``)."""
-    try:
-        from torch._inductor import config
-        from torch._inductor import cpu_vec_isa
-    except ImportError:   # (an inductor without this module: it probes as it always did)
-        return
     with _probing:
-        _probe_in_parallel(cpu_vec_isa, config, patches)
+        try:
+            _probe(patches)
+        except Exception as e:  # noqa: BLE001 - an optimisation only: inductor probes by itself
+            log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
 
 
-def _probe_in_parallel(cpu_vec_isa, config, patches: dict[str, Any]) -> None:
-    try:
-        cache_info = getattr(cpu_vec_isa.valid_vec_isa_list, "cache_info", None)
-        if cache_info is None or cache_info().currsize:
-            return   # (computed already, or not inductor's cached function: nothing to gain)
-        with config.patch(patches):
-            if config.cpp.vec_isa_ok is not None or config.is_fbcode():
-                return
-            isas = _candidates(cpu_vec_isa)
-            if len(isas) < 2:
-                return
-            workers = min(len(isas), os.cpu_count() or 1)
-            if workers < 2:
-                return
-            # (inductor's config overrides are per thread (context variables): each probe runs in a
-            # copy of this thread's context, so it sees the compile's settings, the compiler to use
-            # among them)
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe") as pool:
-                futures = [pool.submit(contextvars.copy_context().run, bool, isa) for isa in isas]
-                answers = [f.result() for f in futures]
-        log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
-                       ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))
-    except Exception as e:  # noqa: BLE001 - an optimisation only: inductor probes by itself
-        log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
+def _probe(patches: dict[str, Any]) -> None:
+    from torch._inductor import config, cpu_vec_isa
+
+    cache_info = getattr(cpu_vec_isa.valid_vec_isa_list, "cache_info", None)
+    if cache_info is None or cache_info().currsize:
+        return   # (computed already, or not inductor's cached function: nothing to gain)
+    with config.patch(patches):
+        if config.cpp.vec_isa_ok is not None or config.is_fbcode():
+            return
+        isas = _candidates(cpu_vec_isa)
+        if len(isas) < 2:
+            return
+        workers = min(len(isas), os.cpu_count() or 1)
+        if workers < 2:
+            return
+        # (inductor's config overrides are per thread (context variables): each probe runs in a
+        # copy of this thread's context, so it sees the compile's settings, the compiler to use
+        # among them)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe") as pool:
+            futures = [pool.submit(contextvars.copy_context().run, bool, isa) for isa in isas]
+            answers = [f.result() for f in futures]
+    log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
+                   ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))

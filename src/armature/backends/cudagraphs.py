@@ -50,9 +50,8 @@ log_perf = logs.artifact("perf")
 
 def uses_cudagraphs(patches: dict[str, Any]) -> bool:
     """Whether inductor, under the config overrides ``patches``, uses CUDA graphs."""
-    from torch._inductor import config
-    with config.patch(patches):
-        return bool(config.triton.cudagraphs)
+    from .inductor import setting
+    return bool(setting("triton.cudagraphs", patches))
 
 
 def _source(label: str):

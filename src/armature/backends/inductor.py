@@ -50,6 +50,19 @@ def config_patches(mode: str | None, options: dict[str, Any] | None) -> dict[str
     return patches
 
 
+def setting(key: str, patches: dict[str, Any]) -> Any:
+    """Inductor's config value ``key`` ("layout_optimization",
+    "triton.cudagraphs") under the compile's overrides ``patches``, as
+    ``compile_fx`` will see it."""
+    from torch._inductor import config
+
+    with config.patch(patches):
+        value = config
+        for part in key.split("."):
+            value = getattr(value, part)
+        return value
+
+
 def warm_compile_workers(patches: dict[str, Any] | None = None) -> None:
     """Start inductor's pool of Triton compile workers now, if it will use one.
 
@@ -91,10 +104,7 @@ def _triton_kernels_possible(patches: dict[str, Any]) -> bool:
                 return True
         except Exception:  # noqa: BLE001 - unsure: warm the pool, as torch.compile would
             return True
-    from torch._inductor import config
-
-    with config.patch(patches):
-        return getattr(config, "cpu_backend", "cpp") == "triton"
+    return setting("cpu_backend", patches) == "triton"
 
 
 _workers_started = False   # (the pool lives as long as the process: started once)

@@ -209,11 +209,9 @@ def _layouts_chosen_per_graph(backend) -> bool:
     from ..backends import _Backend
     if not isinstance(backend, _Backend) or backend.name != "inductor":
         return False
-    from torch._inductor import config as inductor_config
-
-    from ..backends.inductor import config_patches
-    with inductor_config.patch(config_patches(backend.kwargs.get("mode"), backend.kwargs.get("options"))):
-        return bool(inductor_config.layout_optimization)
+    from ..backends.inductor import config_patches, setting
+    patches = config_patches(backend.kwargs.get("mode"), backend.kwargs.get("options"))
+    return bool(setting("layout_optimization", patches))
 
 
 def _differentiable(gm) -> bool:
