@@ -44,9 +44,10 @@ def _run(body: str, tmp_path, **env) -> dict:
 
 
 def _candidates() -> int:
-    from torch._inductor import cpu_vec_isa as C
-    flags = C.x86_isa_checker()
-    return sum(1 for isa in C.supported_vec_isa_list if flags and all(f in flags for f in str(isa).split()))
+    from torch._inductor import cpu_vec_isa
+
+    from armature.backends.cpu_isa_probes import _candidates as candidates
+    return len(candidates(cpu_vec_isa))
 
 
 @x86_only
