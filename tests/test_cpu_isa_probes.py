@@ -1,4 +1,4 @@
-"""Inductor's CPU ISA probes run side by side (backends/cpu_isa_probes.py).
+"""Inductor's CPU ISA probes run side by side, behind the compile (backends/cpu_isa_probes.py).
 
 The probes are process-wide and cached, so each check runs in a fresh
 interpreter.  The C++ builds themselves are replaced by a stand-in that
@@ -35,7 +35,7 @@ def _run(body: str, tmp_path, **env) -> dict:
             time.sleep(0.2)
             return "vnni" not in str(self)   # (any fixed table of answers)
         C.VecISA.check_build = fake_check_build
-        from armature.backends.cpu_isa_probes import probe_in_parallel
+        from armature.backends.cpu_isa_probes import probe_in_parallel, start_probes, wait_for_probes
     """) + textwrap.dedent(body)
     full_env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), **env)
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=full_env)
@@ -69,6 +69,53 @@ def test_probes_run_on_several_threads_and_inductor_reuses_their_answers(tmp_pat
 
 
 @x86_only
+def test_probes_run_behind_the_caller_and_inductor_waits_for_them(tmp_path):
+    """start_probes returns while the probes build; inductor's read of the
+    list, from the compiling thread meanwhile, waits for them instead of
+    probing the same ISAs again (a probe changes its ISA's flags for a
+    moment), gets their answers, and the gate is gone afterwards."""
+    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
+        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+    out = _run("""
+        inductors = C.valid_vec_isa_list
+        t0 = time.perf_counter()
+        start_probes({})
+        returned = time.perf_counter() - t0
+        gated = C.valid_vec_isa_list is not inductors
+        start_probes({})                                  # a second compile meanwhile: no second round
+        isas = [str(i) for i in C.pick_vec_isa.__globals__["valid_vec_isa_list"]()]
+        waited = time.perf_counter() - t0
+        wait_for_probes()
+        print(json.dumps({"returned": returned, "waited": waited, "gated": gated,
+                          "restored": C.valid_vec_isa_list is inductors, "isas": isas,
+                          "threads": [t for _, t in calls], "picked": str(C.pick_vec_isa())}))
+    """, tmp_path)
+    assert out["returned"] < 0.15 <= out["waited"]    # (each stand-in build sleeps 0.2 s)
+    assert out["gated"] and out["restored"]
+    assert all(t.startswith("armature-isa-probe") for t in out["threads"])   # none on the caller's thread
+    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
+    assert out["picked"] == out["isas"][0]
+
+
+@x86_only
+def test_a_failing_probe_leaves_the_work_to_inductor(tmp_path):
+    out = _run("""
+        import armature.backends.cpu_isa_probes as P
+        def broken(*args, **kwargs):
+            raise OSError("no threads")
+        P.ThreadPoolExecutor = broken
+        inductors = C.valid_vec_isa_list
+        start_probes({})
+        wait_for_probes()
+        assert C.valid_vec_isa_list is inductors
+        isas = [str(i) for i in C.valid_vec_isa_list()]   # inductor probes by itself
+        print(json.dumps({"isas": isas, "threads": sorted({t for _, t in calls})}))
+    """, tmp_path)
+    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
+    assert out["threads"] == ["MainThread"]
+
+
+@x86_only
 def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
     out = _run("""
         probe_in_parallel({"cpp.vec_isa_ok": False})   # the compile's options say it
@@ -91,15 +138,15 @@ def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
 @pytest.mark.slow
 @x86_only
 def test_real_probes_give_inductors_serial_answers(tmp_path):
-    """The real C++ builds, side by side, against a second fresh process
-    where inductor probes alone."""
+    """The real C++ builds, side by side and read through the gate, against
+    a second fresh process where inductor probes alone."""
     def answers(parallel: bool, cache) -> list[str]:
         code = textwrap.dedent(f"""
             import json
             from torch._inductor import cpu_vec_isa as C
-            from armature.backends.cpu_isa_probes import probe_in_parallel
+            from armature.backends.cpu_isa_probes import start_probes
             if {parallel}:
-                probe_in_parallel({{}})
+                start_probes({{}})      # (and at once inductor's own read, as in a compile: it waits)
             isas = C.valid_vec_isa_list()
             print(json.dumps([str(i) for i in isas] + [str(C.pick_vec_isa())]
                              + [str(getattr(i, "_is_avx512_bf16_supported", None)) for i in isas]))

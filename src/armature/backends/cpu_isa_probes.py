@@ -1,4 +1,4 @@
-"""Inductor's CPU vector-ISA probes, run side by side instead of one after another.
+"""Inductor's CPU vector-ISA probes, run side by side and behind the compile.
 
 Before it generates its first C++ kernel in a process, inductor decides which
 SIMD instruction sets it may use (``cpu_vec_isa.valid_vec_isa_list``): for
@@ -9,24 +9,37 @@ C++ builds, one after another, on the critical path of the first compile:
 9 s of a 17 s GPT-2 compile on this project's 2-core machine, paid by
 torch.compile too.
 
-The probes of different ISAs are independent (different compiler flags,
-different output files, separate ``functools.cache`` entries on separate
-instances), so :func:`probe_in_parallel` asks each candidate ISA the same
-question inductor asks (``bool(isa)``, inductor's own code, under the
-compile's inductor config) on its own thread, up to one per core; inductor's
-later, serial ``valid_vec_isa_list()`` then finds every answer cached.  The
-answers are exactly the ones inductor would compute: only their order in time
-changes.  Each ISA's own probes (AVX-512 VNNI: the base program, then bf16,
-then VNNI) stay in order on one thread.
+Two changes of *when*, none of *what*:
 
-Nothing is done where inductor would not probe (not x86, ``cpp.vec_isa_ok``
-set: inductor's ``__bool__`` answers without building), for graphs without
-CPU tensors (a GPU graph need not pay for CPU probes) or once the list has
-been computed in this process.  Any failure leaves the work to inductor.
+* **Side by side.**  The probes of different ISAs are independent (different
+  compiler flags, different output files, separate ``functools.cache``
+  entries on separate instances), so each candidate ISA is asked the question
+  inductor asks (``bool(isa)``, inductor's own code, under the compile's
+  inductor config) on its own thread, up to one per core.  Each ISA's own
+  probes (AVX-512 VNNI: the base program, then bf16, then VNNI) stay in order
+  on one thread.
+* **Behind the compile.**  :func:`start_probes` returns at once; the probes
+  build while the compiling thread runs AOTAutograd and inductor's lowering,
+  which do not need the answer (only C++ code generation and builds do).
+  Until the probes are done, ``cpu_vec_isa.valid_vec_isa_list`` is a gate
+  that waits for them and then calls inductor's own function, which finds
+  every answer cached.  Every reader of the list goes through that module
+  global (``pick_vec_isa`` looks it up at each call), so no thread can probe
+  an ISA while a probe thread is probing it: that race is real, since a
+  probe changes its ISA object's compiler flags for a moment (AVX-512's bf16
+  check).  The gate is removed when the probes end.
+
+The answers are exactly the ones inductor would compute: only their order in
+time changes.  Nothing is done where inductor would not probe (not x86,
+``cpp.vec_isa_ok`` set: inductor's ``__bool__`` answers without building),
+for graphs without CPU tensors (a GPU graph need not pay for CPU probes) or
+once the list has been computed in this process.  Any failure leaves the
+work to inductor.
 """
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -36,12 +49,9 @@ import torch
 
 from ..diagnostics import logs
 
-__all__ = ["probe_in_parallel", "wants_cpu_probes"]
+__all__ = ["probe_in_parallel", "start_probes", "wait_for_probes", "wants_cpu_probes"]
 
 log_perf = logs.artifact("perf")
-
-_probing = threading.Lock()   # (two compiles on two threads: one probes, the other waits and finds the answers)
-
 
 def wants_cpu_probes(example_inputs: list[Any]) -> bool:
     """Whether a graph with these inputs will likely have C++ kernels: a CPU
@@ -58,37 +68,94 @@ def _candidates(cpu_vec_isa) -> list:
             if flags and all(flag in flags for flag in str(isa).split())]
 
 
+def start_probes(patches: dict[str, Any]) -> None:
+    """Start inductor's ISA probes on background threads, under the inductor
+    config overrides ``patches`` (a ``cpp.vec_isa_ok`` given in ``options``
+    wins, as it does inside ``compile_fx``), and return; inductor's own
+    reads of the list wait for them."""
+    try:
+        _start(patches)
+    except Exception as e:  # noqa: BLE001 - an optimisation only: inductor probes by itself
+        log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
+
+
 def probe_in_parallel(patches: dict[str, Any]) -> None:
-    """Run inductor's ISA probes concurrently, under the inductor config
-    overrides ``patches`` (a ``cpp.vec_isa_ok`` given in ``options`` wins, as
-    it does inside ``compile_fx``)."""
-    with _probing:
-        try:
-            _probe(patches)
-        except Exception as e:  # noqa: BLE001 - an optimisation only: inductor probes by itself
-            log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
+    """:func:`start_probes`, then wait for them (benchmarks/isa_probes.py
+    times the probes alone this way)."""
+    start_probes(patches)
+    wait_for_probes()
 
 
-def _probe(patches: dict[str, Any]) -> None:
+def wait_for_probes() -> None:
+    """Return once no probe started here is running."""
+    done = _running
+    if done is not None:
+        done.wait()
+
+
+_state = threading.Lock()                  # (guards _running and the gate's installation)
+_running: threading.Event | None = None    # (set when the probes in flight are done)
+_probe_threads = threading.local()         # (marks the probe threads: the gate never makes them wait)
+
+
+def _start(patches: dict[str, Any]) -> None:
+    global _running
     from torch._inductor import config, cpu_vec_isa
 
-    cache_info = getattr(cpu_vec_isa.valid_vec_isa_list, "cache_info", None)
-    if cache_info is None or cache_info().currsize:
-        return   # (computed already, or not inductor's cached function: nothing to gain)
-    with config.patch(patches):
-        if config.cpp.vec_isa_ok is not None or config.is_fbcode():
-            return
-        isas = _candidates(cpu_vec_isa)
-        if len(isas) < 2:
-            return
-        workers = min(len(isas), os.cpu_count() or 1)
-        if workers < 2:
-            return
-        # (inductor's config overrides are per thread (context variables): each probe runs in a
-        # copy of this thread's context, so it sees the compile's settings, the compiler to use
-        # among them)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe") as pool:
-            futures = [pool.submit(contextvars.copy_context().run, bool, isa) for isa in isas]
+    with _state:
+        if _running is not None:
+            return   # (a compile on another thread started them: the gate covers this one too)
+        inductors = cpu_vec_isa.valid_vec_isa_list
+        cache_info = getattr(inductors, "cache_info", None)
+        if cache_info is None or cache_info().currsize:
+            return   # (computed already, or not inductor's cached function: nothing to gain)
+        with config.patch(patches):
+            if config.cpp.vec_isa_ok is not None or config.is_fbcode():
+                return
+            isas = _candidates(cpu_vec_isa)
+            workers = min(len(isas), os.cpu_count() or 1)
+            if len(isas) < 2 or workers < 2:
+                return
+            # (inductor's config overrides are per thread (context variables): each probe runs in
+            # a copy of this thread's context, so it sees the compile's settings, the compiler to
+            # use among them; a context is entered by one thread at a time, hence one copy each)
+            contexts = [contextvars.copy_context() for _ in isas]
+        done = threading.Event()
+        gate = _gate(inductors, done)
+        cpu_vec_isa.valid_vec_isa_list = gate
+        _running = done
+    threading.Thread(target=_probe, args=(cpu_vec_isa, inductors, gate, done, isas, contexts, workers),
+                     name="armature-isa-probes", daemon=True).start()
+
+
+def _gate(inductors, done: threading.Event):
+    @functools.wraps(inductors)
+    def valid_vec_isa_list():
+        if not getattr(_probe_threads, "active", False):
+            done.wait()
+        return inductors()
+    return valid_vec_isa_list
+
+
+def _probe(cpu_vec_isa, inductors, gate, done: threading.Event, isas: list, contexts: list, workers: int) -> None:
+    global _running
+    answers: list = []
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe",
+                                initializer=_mark_probe_thread) as pool:
+            futures = [pool.submit(ctx.run, bool, isa) for ctx, isa in zip(contexts, isas)]
             answers = [f.result() for f in futures]
-    log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
-                   ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))
+        log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
+                       ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))
+    except Exception as e:  # noqa: BLE001 - inductor probes what is not cached by itself
+        log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
+    finally:
+        with _state:
+            if cpu_vec_isa.valid_vec_isa_list is gate:
+                cpu_vec_isa.valid_vec_isa_list = inductors
+            _running = None
+        done.set()
+
+
+def _mark_probe_thread() -> None:
+    _probe_threads.active = True

@@ -132,11 +132,11 @@ def inductor(
     warm_compile_workers(patches)   # (a graph compiled without a traced frame: export, regions' retries; options)
     from torch._inductor.compile_fx import compile_fx
 
-    from .cpu_isa_probes import probe_in_parallel, wants_cpu_probes
+    from .cpu_isa_probes import start_probes, wants_cpu_probes
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
 
     if wants_cpu_probes(example_inputs):
-        probe_in_parallel(patches)   # (a cold process's C++ ISA probes, side by side: backends/cpu_isa_probes.py)
+        start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
     return compile_with_static_inputs(
