@@ -15,7 +15,7 @@ Two changes of *when*, none of *what*:
   compiler flags, different output files, separate ``functools.cache``
   entries on separate instances), so each candidate ISA is asked the question
   inductor asks (``bool(isa)``, inductor's own code, under the compile's
-  inductor config) on its own thread, up to one per core.  Each ISA's own
+  inductor config) on its own thread.  Each ISA's own
   probes (AVX-512 VNNI: the base program, then bf16, then VNNI) stay in order
   on one thread.
 * **Behind the compile.**  :func:`start_probes` returns at once; the probes
@@ -113,8 +113,10 @@ def _start(patches: dict[str, Any]) -> None:
             if config.cpp.vec_isa_ok is not None or config.is_fbcode():
                 return
             isas = _candidates(cpu_vec_isa)
-            workers = min(len(isas), os.cpu_count() or 1)
-            if len(isas) < 2 or workers < 2:
+            # (one thread per ISA, not per core: the probes share the cores with the compile, and
+            # a third ISA waiting for a free thread would be the last thing the compile waits for)
+            workers = len(isas)
+            if workers < 2 or (os.cpu_count() or 1) < 2:
                 return
             # (inductor's config overrides are per thread (context variables): each probe runs in
             # a copy of this thread's context, so it sees the compile's settings, the compiler to
