@@ -116,6 +116,27 @@ def test_a_failing_probe_leaves_the_work_to_inductor(tmp_path):
 
 
 @x86_only
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork: POSIX only")
+def test_a_process_forked_while_the_probes_run_does_not_wait_for_them(tmp_path):
+    """The gate's probe threads do not exist in a forked child: there it is
+    removed, and the child's own read of the list probes by itself."""
+    out = _run("""
+        import os, signal
+        inductors = C.valid_vec_isa_list
+        start_probes({})
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)   # (a child stuck at the gate dies instead of hanging the test)
+            ok = C.valid_vec_isa_list is inductors and bool(C.valid_vec_isa_list())
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        wait_for_probes()
+        print(json.dumps({"child": os.waitstatus_to_exitcode(status), "restored": C.valid_vec_isa_list is inductors}))
+    """, tmp_path)
+    assert out == {"child": 0, "restored": True}
+
+
+@x86_only
 def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
     out = _run("""
         probe_in_parallel({"cpp.vec_isa_ok": False})   # the compile's options say it

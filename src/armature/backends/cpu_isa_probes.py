@@ -93,13 +93,14 @@ def wait_for_probes() -> None:
         done.wait()
 
 
-_state = threading.Lock()                  # (guards _running and the gate's installation)
+_state = threading.Lock()                  # (guards _running, _installed and the module global)
 _running: threading.Event | None = None    # (set when the probes in flight are done)
+_installed: tuple | None = None            # (inductor's module, its function, the gate standing in for it)
 _probe_threads = threading.local()         # (marks the probe threads: the gate never makes them wait)
 
 
 def _start(patches: dict[str, Any]) -> None:
-    global _running
+    global _running, _installed
     from torch._inductor import config, cpu_vec_isa
 
     with _state:
@@ -125,8 +126,8 @@ def _start(patches: dict[str, Any]) -> None:
         done = threading.Event()
         gate = _gate(inductors, done)
         cpu_vec_isa.valid_vec_isa_list = gate
-        _running = done
-    threading.Thread(target=_probe, args=(cpu_vec_isa, inductors, gate, done, isas, contexts, workers),
+        _running, _installed = done, (cpu_vec_isa, inductors, gate)
+    threading.Thread(target=_probe, args=(done, isas, contexts, workers),
                      name="armature-isa-probes", daemon=True).start()
 
 
@@ -139,8 +140,7 @@ def _gate(inductors, done: threading.Event):
     return valid_vec_isa_list
 
 
-def _probe(cpu_vec_isa, inductors, gate, done: threading.Event, isas: list, contexts: list, workers: int) -> None:
-    global _running
+def _probe(done: threading.Event, isas: list, contexts: list, workers: int) -> None:
     answers: list = []
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe",
@@ -153,10 +153,31 @@ def _probe(cpu_vec_isa, inductors, gate, done: threading.Event, isas: list, cont
         log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
     finally:
         with _state:
-            if cpu_vec_isa.valid_vec_isa_list is gate:
-                cpu_vec_isa.valid_vec_isa_list = inductors
-            _running = None
+            _remove_gate()
         done.set()
+
+
+def _remove_gate() -> None:
+    """Put inductor's function back (unless someone replaced the gate since)."""
+    global _running, _installed
+    if _installed is not None:
+        module, inductors, gate = _installed
+        if module.valid_vec_isa_list is gate:
+            module.valid_vec_isa_list = inductors
+    _running = _installed = None
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while the probes ran has the gate but not the probe
+    threads that would open it: it gets inductor's function back (and probes
+    by itself if it compiles)."""
+    global _state
+    _state = threading.Lock()
+    _remove_gate()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _mark_probe_thread() -> None:
