@@ -124,7 +124,8 @@ def inductor(
     AOTAutograd as torch.compile's frontend tells it; a graph compiled with
     CUDA graphs makes every top-level call advance the trees' generation
     (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
-    C++ kernel waits for, run in parallel first (backends/cpu_isa_probes.py).
+    C++ kernel waits for, run side by side in the background while
+    ``compile_fx`` lowers the graph (backends/cpu_isa_probes.py).
     ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
     returns may use the boxed calling convention; the registry unboxes it.
     """
