@@ -77,20 +77,33 @@ def test_probes_run_behind_the_caller_and_inductor_waits_for_them(tmp_path):
     if _candidates() < 2 or (os.cpu_count() or 1) < 2:
         pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
     out = _run("""
+        release = threading.Event()          # (the stand-in builds finish only once released)
+        finished = []
+        def held_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            release.wait(60)
+            finished.append(str(self))
+            return "vnni" not in str(self)
+        C.VecISA.check_build = held_check_build
         inductors = C.valid_vec_isa_list
-        t0 = time.perf_counter()
         start_probes({})
-        returned = time.perf_counter() - t0
+        finished_at_return = len(finished)   # (0: it returned while every build was held)
         gated = C.valid_vec_isa_list is not inductors
-        start_probes({})                                  # a second compile meanwhile: no second round
-        isas = [str(i) for i in C.pick_vec_isa.__globals__["valid_vec_isa_list"]()]
-        waited = time.perf_counter() - t0
+        start_probes({})                     # a second compile meanwhile: no second round
+        read = []
+        reader = threading.Thread(target=lambda: read.extend(
+            str(i) for i in C.pick_vec_isa.__globals__["valid_vec_isa_list"]()))   # inductor's own lookup
+        reader.start()
+        reader.join(0.5)
+        reader_waited = reader.is_alive()    # (held builds: nobody can have the list yet)
+        release.set()
+        reader.join(60)
         wait_for_probes()
-        print(json.dumps({"returned": returned, "waited": waited, "gated": gated,
-                          "restored": C.valid_vec_isa_list is inductors, "isas": isas,
+        print(json.dumps({"finished_at_return": finished_at_return, "reader_waited": reader_waited,
+                          "gated": gated, "restored": C.valid_vec_isa_list is inductors, "isas": read,
                           "threads": [t for _, t in calls], "picked": str(C.pick_vec_isa())}))
     """, tmp_path)
-    assert out["returned"] < 0.15 <= out["waited"]    # (each stand-in build sleeps 0.2 s)
+    assert out["finished_at_return"] == 0 and out["reader_waited"]
     assert out["gated"] and out["restored"]
     assert all(t.startswith("armature-isa-probe") for t in out["threads"])   # none on the caller's thread
     assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
