@@ -53,6 +53,7 @@ __all__ = ["probe_in_parallel", "start_probes", "wait_for_probes", "wants_cpu_pr
 
 log_perf = logs.artifact("perf")
 
+
 def wants_cpu_probes(example_inputs: list[Any]) -> bool:
     """Whether a graph with these inputs will likely have C++ kernels: a CPU
     tensor among them, or no tensor input at all (factories default to CPU)."""
