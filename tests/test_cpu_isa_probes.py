@@ -111,6 +111,22 @@ def test_probes_run_behind_the_caller_and_inductor_waits_for_them(tmp_path):
 
 
 @x86_only
+def test_the_list_is_known_after_one_round_even_if_nothing_read_it(tmp_path):
+    """A compile whose graph generated no C++ code never reads the list; the
+    next compile must not start a second round of probes."""
+    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
+        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+    out = _run("""
+        probe_in_parallel({})
+        first = len(calls)
+        known = C.valid_vec_isa_list.cache_info().currsize
+        probe_in_parallel({})
+        print(json.dumps({"first": first, "second": len(calls) - first, "known": known}))
+    """, tmp_path)
+    assert out["first"] > 0 and out["known"] == 1 and out["second"] == 0
+
+
+@x86_only
 def test_a_failing_probe_leaves_the_work_to_inductor(tmp_path):
     out = _run("""
         import armature.backends.cpu_isa_probes as P

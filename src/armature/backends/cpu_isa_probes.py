@@ -124,11 +124,12 @@ def _start(patches: dict[str, Any]) -> None:
             # a copy of this thread's context, so it sees the compile's settings, the compiler to
             # use among them; a context is entered by one thread at a time, hence one copy each)
             contexts = [contextvars.copy_context() for _ in isas]
+            list_context = contextvars.copy_context()
         done = threading.Event()
         gate = _gate(inductors, done)
         cpu_vec_isa.valid_vec_isa_list = gate
         _running, _installed = done, (cpu_vec_isa, inductors, gate)
-    threading.Thread(target=_probe, args=(done, isas, contexts, workers),
+    threading.Thread(target=_probe, args=(done, isas, contexts, workers, inductors, list_context),
                      name="armature-isa-probes", daemon=True).start()
 
 
@@ -141,13 +142,16 @@ def _gate(inductors, done: threading.Event):
     return valid_vec_isa_list
 
 
-def _probe(done: threading.Event, isas: list, contexts: list, workers: int) -> None:
+def _probe(done: threading.Event, isas: list, contexts: list, workers: int, inductors, list_context) -> None:
     answers: list = []
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe",
                                 initializer=_mark_probe_thread) as pool:
             futures = [pool.submit(ctx.run, bool, isa) for ctx, isa in zip(contexts, isas)]
             answers = [f.result() for f in futures]
+        # (inductor's list itself, from the cached answers, before the gate opens: a later compile
+        # then finds it known and starts nothing, even if this one never generated C++ code)
+        list_context.run(inductors)
         log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
                        ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))
     except Exception as e:  # noqa: BLE001 - inductor probes what is not cached by itself
@@ -156,6 +160,10 @@ def _probe(done: threading.Event, isas: list, contexts: list, workers: int) -> N
         with _state:
             _remove_gate()
         done.set()
+
+
+def _mark_probe_thread() -> None:
+    _probe_threads.active = True
 
 
 def _remove_gate() -> None:
@@ -180,6 +188,3 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
-
-def _mark_probe_thread() -> None:
-    _probe_threads.active = True
