@@ -125,14 +125,16 @@ def inductor(
     CUDA graphs makes every top-level call advance the trees' generation
     (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
     C++ kernel waits for, run side by side in the background while
-    ``compile_fx`` lowers the graph (backends/cpu_isa_probes.py).
+    ``compile_fx`` lowers the graph (backends/cpu_isa_probes.py); its C++
+    kernels are built a few to a compiler run (backends/cpp_kernel_batches.py).
     ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
     returns may use the boxed calling convention; the registry unboxes it.
     """
     patches = config_patches(mode, options)
     warm_compile_workers(patches)   # (a graph compiled without a traced frame: export, regions' retries; options)
-    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
+    from .cpp_kernel_batches import batched, in_batches
     from .cpu_isa_probes import start_probes, wants_cpu_probes
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
 
@@ -140,5 +142,8 @@ def inductor(
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
-    return compile_with_static_inputs(
-        gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))
+    # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
+    inner = in_batches(compile_fx_inner)
+    with batched():
+        return compile_with_static_inputs(
+            gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))

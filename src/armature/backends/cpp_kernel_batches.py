@@ -1,0 +1,364 @@
+"""Inductor's C++ kernels of one compile, built as a few shared libraries instead of one each.
+
+On a CPU, inductor generates one C++ function per fused kernel and builds
+each one as its own Python extension (``AsyncCompile.cpp_pybinding``): one
+compiler process per kernel.  Most of such a build is not the kernel.  Every
+translation unit loads inductor's precompiled header (torch's vectorised
+headers) and instantiates the templates that header leaves for the end of
+the unit: about 0.6 s on this project's machine for an empty unit, against
+about 0.08 s for a kernel itself.  A torchvision ResNet has about 20 distinct
+kernels: 20 builds of about 1 s, 10 s of its 19 s cold compile on 2 cores.
+The same 20 kernels built as one unit take 2.3 s; as two units, one per
+core, 1.8 s.
+
+So, while armature's inductor backend compiles, the kernels that one
+generated module asks for are held (a future each, which is what inductor's
+own asynchronous builds hand out too) until the module waits for them
+(``AsyncCompile.wait``, at the end of the module).  Then they are built as
+``compile_threads`` units at most, side by side, through inductor's own
+``CppPythonBindingsCodeCache.load_async``: the same compiler, flags,
+precompiled header, vector ISA, on-disk cache and locks as a kernel of its
+own.  The source of each kernel and of its Python binding is the one
+inductor would build (taken from ``load_pybinding_async`` itself, so it
+follows the installed torch), wrapped in a namespace of its own, with its
+C entry points renamed by macro (``kernel`` -> ``armature_batched_kernel_3``),
+and its ``#include`` lines moved to the top of the unit.  One extra
+``PyInit_kernel`` at the end collects every kernel's bound function into
+one module.  The functions the generated module calls are then built from
+the same code and called the same way: compile time changes, the kernels
+do not.
+
+When it does not apply, inductor does what it always does:
+
+* outside armature's compiles (a ``torch.compile`` in the same process, on
+  another thread or not);
+* a kernel whose source does not have the expected shape (conditional
+  includes, more than one ``extern "C"``, its own macros named like the
+  renamed symbols) is built on its own;
+* a module with a single kernel;
+* a unit that fails to build: its kernels are built one by one, as
+  inductor would have, and the failure is logged (``ARMATURE_LOGS=perf``);
+* ``ARMATURE_CPP_KERNEL_BATCHES=0`` in the environment.
+
+Inductor compiles a backward graph lazily, at the first backward call, out
+of the compile's scope; it does so through the ``inner_compile`` it was
+given, so the backend passes one that marks the thread (:func:`in_batches`).
+A compile from inductor's own caches (FX graph cache, AOTAutograd cache)
+loads the same modules, asks for the same kernels in the same order and
+finds the units built.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import threading
+import weakref
+from typing import Any, Callable, Iterator
+
+from ..diagnostics import logs
+
+__all__ = ["batched", "enabled", "in_batches", "plan_units", "unit_source"]
+
+log_perf = logs.artifact("perf")
+
+_marks = threading.local()   # (depth of armature compiles on this thread: > 0 while batching applies)
+
+
+def enabled() -> bool:
+    """Whether batching is on for this process (``ARMATURE_CPP_KERNEL_BATCHES=0`` turns it off)."""
+    return os.environ.get("ARMATURE_CPP_KERNEL_BATCHES", "1") != "0"
+
+
+@contextlib.contextmanager
+def batched() -> Iterator[None]:
+    """Hold the C++ kernels of the modules that inductor loads on this thread
+    inside the block, and build each module's kernels as a few units."""
+    if not enabled():
+        yield
+        return
+    _install()
+    depth = getattr(_marks, "depth", 0)
+    _marks.depth = depth + 1
+    try:
+        yield
+    finally:
+        _marks.depth = depth
+
+
+def in_batches(inner_compile: Callable[..., Any]) -> Callable[..., Any]:
+    """``inner_compile`` (inductor's ``compile_fx_inner``) run under
+    :func:`batched`, for the backward graph that inductor compiles later."""
+    @functools.wraps(inner_compile)
+    def compile_in_batches(*args: Any, **kwargs: Any) -> Any:
+        with batched():
+            return inner_compile(*args, **kwargs)
+    return compile_in_batches
+
+
+def _marked() -> bool:
+    return getattr(_marks, "depth", 0) > 0
+
+
+# --- the hook on inductor's AsyncCompile --------------------------------------------------------
+
+_install_lock = threading.Lock()
+_originals: dict[str, Callable[..., Any]] = {}
+_batches: "weakref.WeakKeyDictionary[Any, _Batch]" = weakref.WeakKeyDictionary()
+
+
+def _install() -> None:
+    """Put the hooks on ``AsyncCompile`` once per process.  Unmarked threads
+    go straight to inductor's methods."""
+    if _originals:
+        return
+    with _install_lock:
+        if _originals:
+            return
+        from torch._inductor.async_compile import AsyncCompile
+
+        cpp_pybinding, wait = AsyncCompile.cpp_pybinding, AsyncCompile.wait
+
+        @functools.wraps(cpp_pybinding)
+        def cpp_pybinding_held(self, argtypes, source_code, *args, **kwargs):
+            if args or kwargs or not _marked():
+                return cpp_pybinding(self, argtypes, source_code, *args, **kwargs)
+            return _hold(self, list(argtypes), source_code)
+
+        @functools.wraps(wait)
+        def wait_after_batches(self, scope):
+            batch = _batches.pop(self, None)
+            if batch is not None:
+                batch.build()
+                for key, value in list(scope.items()):
+                    if isinstance(value, _HeldKernel):
+                        scope[key] = value.result()
+            return wait(self, scope)
+
+        _originals.update(cpp_pybinding=cpp_pybinding, wait=wait)
+        AsyncCompile.cpp_pybinding = cpp_pybinding_held
+        AsyncCompile.wait = wait_after_batches
+
+
+def _hold(async_compile: Any, argtypes: list[str], source: str) -> Any:
+    code = _binding_source(argtypes, source)
+    if code is None:
+        return _originals["cpp_pybinding"](async_compile, argtypes, source)
+    from torch._inductor import async_compile as module
+
+    kernel_log = getattr(module, "kernel_code_log", None)
+    if kernel_log is not None:
+        kernel_log.info("CPP+Bindings Kernel:\n%s", source)
+    batch = _batches.get(async_compile)
+    if batch is None:
+        batch = _batches[async_compile] = _Batch(async_compile)
+    return batch.add(argtypes, source, code)
+
+
+def _binding_source(argtypes: list[str], source: str) -> str | None:
+    """The whole source inductor would build for this kernel (kernel and
+    Python binding), or None if it cannot go in a shared unit."""
+    from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+    captured: list[str] = []
+
+    class _Capture(CppPythonBindingsCodeCache):
+        @classmethod
+        def load_async(cls, main_code, *args, **kwargs):   # (records the source; builds nothing)
+            captured.append(main_code)
+            return lambda: None
+
+    try:
+        _Capture.load_pybinding_async(argtypes, source)
+    except Exception as e:  # noqa: BLE001 - an optimisation only: inductor builds this one itself
+        log_perf.debug("C++ kernel built on its own (binding source: %s: %s)", type(e).__name__, e)
+        return None
+    if len(captured) != 1 or CppPythonBindingsCodeCache.entry_function != "kernel":
+        return None
+    code = captured[0]
+    return code if _shareable(code) else None
+
+
+_INCLUDE = re.compile(r"^\s*#\s*include\b")
+_HOISTED = re.compile(r"^\s*#\s*(include\b|define\s+PY_SSIZE_T_CLEAN\s*$)")
+_CONDITIONAL = re.compile(r"^\s*#\s*if")
+_OWN_MACROS = re.compile(r"^\s*#\s*(define|undef)\s+(kernel|PyInit_kernel|armature_\w*)\b", re.M)
+
+
+def _shareable(code: str) -> bool:
+    """A kernel's source can share a unit if its includes are unconditional,
+    it has one C entry point of its own (``kernel``), a ``PyInit_kernel``,
+    and no macros of the names the unit renames."""
+    lines = code.splitlines()
+    includes = [i for i, line in enumerate(lines) if _INCLUDE.match(line)]
+    if includes and any(_CONDITIONAL.match(line) for line in lines[:includes[-1]]):
+        return False
+    return (code.count('extern "C"') == 1 and re.search(r'extern "C"\s+void\s+kernel\s*\(', code) is not None
+            and "PyInit_kernel" in code and not _OWN_MACROS.search(code))
+
+
+# --- one generated module's kernels ------------------------------------------------------------
+
+class _HeldKernel:
+    """The future a held kernel stands for (the generated module keeps it in
+    a global until ``AsyncCompile.wait`` swaps in the kernel)."""
+
+    def __init__(self, batch: "_Batch", argtypes: list[str], source: str, code: str):
+        self.batch, self.argtypes, self.source, self.code = batch, argtypes, source, code
+        self.kernel: Callable[..., Any] | None = None
+
+    def result(self, timeout: float | None = None) -> Callable[..., Any]:
+        if self.kernel is None:
+            self.batch.build()
+        assert self.kernel is not None
+        return self.kernel
+
+    def __call__(self, *args: Any) -> Any:   # (a module that never waited: build, then run)
+        return self.result()(*args)
+
+
+def _future_base() -> type:
+    try:
+        from torch._inductor.codecache import CodeCacheFuture
+    except ImportError:   # (a torch without it: inductor's wait does not resolve these; ours does)
+        return object
+    return CodeCacheFuture
+
+
+class _Batch:
+    """The kernels one generated module (one ``AsyncCompile``) asked for."""
+
+    def __init__(self, async_compile: Any):
+        self.async_compile = async_compile
+        self.held: list[_HeldKernel] = []
+        self.lock = threading.Lock()
+
+    def add(self, argtypes: list[str], source: str, code: str) -> Any:
+        held = _held_class()(self, argtypes, source, code)
+        self.held.append(held)
+        return held
+
+    def build(self) -> None:
+        _batches.pop(self.async_compile, None)   # (kernels asked for after this go to a new batch)
+        with self.lock:
+            todo = [h for h in self.held if h.kernel is None]
+            if not todo:
+                return
+            if len(todo) == 1:
+                self._on_their_own(todo)
+                return
+            from torch._inductor.async_compile import get_compile_threads
+            from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+            threads = max(1, get_compile_threads())
+            submit = self.async_compile.submit if threads > 1 else None
+            units = plan_units([len(h.code) for h in todo], threads)
+            loads = []
+            for unit in units:
+                members = [todo[i] for i in unit]
+                try:
+                    source = unit_source([m.code for m in members])
+                    loads.append((members, CppPythonBindingsCodeCache.load_async(source, "cpu", submit_fn=submit)))
+                except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one below
+                    self._failed(members, e)
+            for members, load in loads:
+                try:
+                    library = load()
+                    for i, member in enumerate(members):
+                        member.kernel = getattr(library, f"kernel_{i}")
+                except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one
+                    self._failed(members, e)
+            log_perf.debug("%d C++ kernels built as %d units", len(todo), len(units))
+
+    def _failed(self, members: list[_HeldKernel], error: Exception) -> None:
+        log_perf.warning("%d C++ kernels built one by one: their shared unit failed (%s: %s)",
+                         len(members), type(error).__name__, str(error)[:2000])
+        self._on_their_own(members)
+
+    def _on_their_own(self, members: list[_HeldKernel]) -> None:
+        cpp_pybinding = _originals["cpp_pybinding"]
+        futures = [(m, cpp_pybinding(self.async_compile, m.argtypes, m.source)) for m in members]
+        for member, kernel in futures:
+            member.kernel = kernel.result() if hasattr(kernel, "result") else kernel
+
+
+@functools.cache
+def _held_class() -> type:
+    base = _future_base()
+    if base is object:
+        return _HeldKernel
+    return type("HeldKernel", (_HeldKernel, base), {"__doc__": _HeldKernel.__doc__})
+
+
+# --- the shared unit ---------------------------------------------------------------------------
+
+def plan_units(sizes: list[int], threads: int) -> list[list[int]]:
+    """Split kernels (their source sizes) into at most ``threads`` units of
+    about equal size, biggest first onto the smallest unit; the same
+    kernels give the same units (their source is the on-disk cache key)."""
+    count = max(1, min(threads, len(sizes)))
+    units: list[list[int]] = [[] for _ in range(count)]
+    totals = [0] * count
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        smallest = min(range(count), key=lambda u: (totals[u], u))
+        units[smallest].append(i)
+        totals[smallest] += sizes[i]
+    return [sorted(unit) for unit in units if unit]
+
+
+def unit_source(codes: list[str]) -> str:
+    """One translation unit for several kernels' whole sources (kernel and
+    binding each), whose ``PyInit_kernel`` makes a module with attributes
+    ``kernel_0``, ``kernel_1``, ... in the order given."""
+    hoisted: list[str] = []
+    parts: list[str] = []
+    for i, code in enumerate(codes):
+        body = []
+        for line in code.splitlines():
+            if _HOISTED.match(line):
+                if line.strip() not in hoisted:
+                    hoisted.append(line.strip())
+            else:
+                body.append(line)
+        parts.append("\n".join([
+            f"#define kernel armature_batched_kernel_{i}",
+            f"#define PyInit_kernel armature_batched_init_{i}",
+            f"namespace armature_batch_{i} {{",
+            *body,
+            f"}}  // namespace armature_batch_{i}",
+            "#undef kernel",
+            "#undef PyInit_kernel",
+        ]))
+    # (PY_SSIZE_T_CLEAN must come before Python.h)
+    hoisted.sort(key=lambda line: not line.startswith("#define"))
+    adopt = "\n".join(
+        f'    if (!armature_adopt(unit, "kernel_{i}", armature_batch_{i}::armature_batched_init_{i}())) '
+        "{ Py_DECREF(unit); return nullptr; }"
+        for i in range(len(codes)))
+    return "\n".join([*hoisted, "", *parts, _UNIT_INIT.replace("@ADOPT@", adopt)])
+
+
+_UNIT_INIT = """
+// The unit's module: each kernel's bound function, taken from the module its own binding makes.
+static PyModuleDef armature_unit_module = {PyModuleDef_HEAD_INIT, "kernel", nullptr, -1, nullptr};
+
+static int armature_adopt(PyObject* unit, const char* name, PyObject* kernel_module) {
+    if (kernel_module == nullptr) return 0;
+    PyObject* bound = PyObject_GetAttrString(kernel_module, "kernel");
+    Py_DECREF(kernel_module);
+    if (bound == nullptr) return 0;
+    if (PyModule_AddObject(unit, name, bound) < 0) { Py_DECREF(bound); return 0; }
+    return 1;
+}
+
+PyMODINIT_FUNC PyInit_kernel(void) {
+    PyObject* unit = PyModule_Create(&armature_unit_module);
+    if (unit == nullptr) return nullptr;
+@ADOPT@
+#ifdef Py_GIL_DISABLED
+    PyUnstable_Module_SetGIL(unit, Py_MOD_GIL_NOT_USED);
+#endif
+    return unit;
+}
+"""
