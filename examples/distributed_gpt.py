@@ -102,6 +102,7 @@ def main() -> None:
           f" ({len(graphs)} graphs)")
     same = all(abs(a - b) <= 1e-5 * max(1.0, abs(a)) for a, b in zip(eager, compiled))
     print(f"rank {rank}: {'same losses' if same else 'LOSSES DIFFER'}")
+    dist.barrier()   # (no rank tears gloo down while another still talks to it: an abort at exit otherwise, rarely)
     dist.destroy_process_group()
     if not same:
         raise SystemExit(1)
