@@ -96,3 +96,11 @@ def test_demo_reports_a_fallback(tmp_path):
     assert "no graph breaks" not in p.stdout
     assert "data" in p.stdout  # the reason names the data-dependent branch
     assert "armature output matches eager" in p.stdout
+
+
+def test_cpp_kernel_batches_benchmark_quick():
+    p = run([os.path.join(ROOT, "benchmarks", "cpp_kernel_batches.py"), "--model", "resnet", "--depth", "2",
+             "--rounds", "1", "--steady-rounds", "1"], timeout=600)
+    for text in ("# round 1, one per kernel: compile", "# round 1, batched: compile", "resnet, 2 blocks, 1 rounds",
+                 "compile s:  one per kernel", "steady ms (one process, interleaved, 1 thread)"):
+        assert text in p.stdout, text
