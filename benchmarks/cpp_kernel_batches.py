@@ -2,7 +2,8 @@
 
 Each round compiles the same model twice with armature and inductor, each
 time in a fresh process with its own empty inductor cache (FX graph and
-autograd caches off): once with ``ARMATURE_CPP_KERNEL_BATCHES=0`` (every
+autograd caches off): once with ``ARMATURE_CPP_KERNEL_BATCHES=0`` (the option
+``armature.config.cpp_kernel_batches`` off: every
 kernel built on its own, as inductor and torch.compile do) and once with
 batching on (backends/cpp_kernel_batches.py).  The order alternates between
 rounds, so a change of load hits both alike.  It reports the median
@@ -41,7 +42,7 @@ def one(model: str, depth: int, batches: bool) -> dict:
 
 
 STEADY = """
-import json, os, statistics, sys, time
+import json, statistics, sys, time
 sys.path.insert(0, {here!r})
 import torch
 import armature
@@ -55,8 +56,8 @@ armature.config.set(regions="off")
 variants = {{}}
 with torch.no_grad():
     ref = m(*inputs)
-    for name, flag in (("one per kernel", "0"), ("batched", "1")):
-        os.environ["ARMATURE_CPP_KERNEL_BATCHES"] = flag
+    for name, flag in (("one per kernel", False), ("batched", True)):
+        armature.config.set(cpp_kernel_batches=flag)
         variants[name] = armature.compile(m, backend="inductor")
         assert (variants[name](*inputs) - ref).abs().max().item() < 1e-3
     times = {{k: [] for k in variants}}

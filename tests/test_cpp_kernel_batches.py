@@ -103,11 +103,11 @@ def test_torch_compile_in_the_same_process_is_left_alone(builds):
     assert builds and all(kind == "own" for kind, _ in builds), builds
 
 
-def test_environment_switch_turns_batching_off(builds, monkeypatch):
-    monkeypatch.setenv("ARMATURE_CPP_KERNEL_BATCHES", "0")
+def test_config_switch_turns_batching_off(builds):
     x, y = _inputs()
-    compiled = armature.compile(_several_kernels, backend="inductor")
-    torch.testing.assert_close(compiled(x, y)[0], _several_kernels(x, y)[0])
+    with armature.config.patch(cpp_kernel_batches=False):
+        compiled = armature.compile(_several_kernels, backend="inductor")
+        torch.testing.assert_close(compiled(x, y)[0], _several_kernels(x, y)[0])
     assert builds and all(kind == "own" for kind, _ in builds), builds
 
 

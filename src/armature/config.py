@@ -79,6 +79,13 @@ class Config:
     #: gradients, or an error inside the graph -- instead of recompiling.
     skip_fsdp_guards: bool = False
 
+    #: with the inductor backend on a CPU, the C++ kernels of one generated
+    #: module are built as a few translation units (at most inductor's
+    #: ``compile_threads``) instead of one compiler run each: the same
+    #: kernels, built in a fraction of the time.  Off: one run per kernel,
+    #: as inductor does.  backends/cpp_kernel_batches.py
+    cpp_kernel_batches: bool = True
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 

@@ -38,7 +38,8 @@ When it does not apply, inductor does what it always does:
 * a module with a single kernel;
 * a unit that fails to build: its kernels are built one by one, as
   inductor would have, and the failure is logged (``ARMATURE_LOGS=perf``);
-* ``ARMATURE_CPP_KERNEL_BATCHES=0`` in the environment.
+* ``armature.config.cpp_kernel_batches = False`` (or
+  ``ARMATURE_CPP_KERNEL_BATCHES=0``) when the graph is compiled.
 
 Inductor compiles a backward graph lazily, at the first backward call, out
 of the compile's scope; it does so through the ``inner_compile`` it was
@@ -51,7 +52,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
 import threading
 import weakref
@@ -59,25 +59,17 @@ from typing import Any, Callable, Iterator
 
 from ..diagnostics import logs
 
-__all__ = ["batched", "enabled", "in_batches", "plan_units", "unit_source"]
+__all__ = ["batched", "in_batches", "plan_units", "unit_source"]
 
 log_perf = logs.artifact("perf")
 
 _marks = threading.local()   # (depth of armature compiles on this thread: > 0 while batching applies)
 
 
-def enabled() -> bool:
-    """Whether batching is on for this process (``ARMATURE_CPP_KERNEL_BATCHES=0`` turns it off)."""
-    return os.environ.get("ARMATURE_CPP_KERNEL_BATCHES", "1") != "0"
-
-
 @contextlib.contextmanager
 def batched() -> Iterator[None]:
     """Hold the C++ kernels of the modules that inductor loads on this thread
     inside the block, and build each module's kernels as a few units."""
-    if not enabled():
-        yield
-        return
     _install()
     depth = getattr(_marks, "depth", 0)
     _marks.depth = depth + 1

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..config import config as armature_config
 from . import register_backend
 
 
@@ -142,6 +143,9 @@ def inductor(
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
+    if not armature_config.cpp_kernel_batches:
+        return compile_with_static_inputs(
+            gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
     inner = in_batches(compile_fx_inner)
     with batched():
