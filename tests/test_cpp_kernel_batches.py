@@ -143,3 +143,21 @@ def test_unit_source_hoists_includes_and_renames_entry_points():
 ])
 def test_only_sources_of_the_expected_shape_share_a_unit(code, ok):
     assert batches._shareable(code) is ok
+
+
+def test_kernels_resolved_before_the_module_waits_are_swapped_in_by_the_wait():
+    from torch._inductor import config
+    from torch._inductor.async_compile import AsyncCompile
+
+    source = ('#include <torch/csrc/inductor/cpp_prefix.h>\n'
+              'extern "C" void kernel(float* out_ptr0) {{ out_ptr0[0] = {value}; }}\n')
+    with config.patch(compile_threads=1), batches.batched():
+        ac = AsyncCompile()
+        scope = {f"k{i}": ac.cpp_pybinding(["float*"], source.format(value=i + 1)) for i in range(2)}
+        scope["k0"].result()   # (builds the batch before the module's wait)
+        ac.wait(scope)
+    assert not any(isinstance(k, batches._HeldKernel) for k in scope.values())
+    out = torch.zeros(2)
+    scope["k0"](out[0:])
+    scope["k1"](out[1:])
+    assert out.tolist() == [1.0, 2.0]

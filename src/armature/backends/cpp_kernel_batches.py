@@ -121,8 +121,10 @@ def _install() -> None:
         @functools.wraps(wait)
         def wait_after_batches(self, scope):
             batch = _batches.pop(self, None)
-            if batch is not None:
-                batch.build()
+            if batch is not None or _marked():
+                if batch is not None:
+                    batch.build()
+                # (every held kernel of the module, also those of a batch built early by a result() call)
                 for key, value in list(scope.items()):
                     if isinstance(value, _HeldKernel):
                         scope[key] = value.result()
