@@ -40,6 +40,7 @@ def builds(monkeypatch):
         return load_async(cls, main_code, *args, **kwargs)
 
     monkeypatch.setattr(CppPythonBindingsCodeCache, "load_async", classmethod(spy))
+    monkeypatch.setattr(batches, "_built", {})   # (no kernel reused from an earlier test)
     return seen
 
 
@@ -84,6 +85,7 @@ def test_one_thread_builds_one_unit(builds):
 def test_a_unit_that_fails_to_build_falls_back_to_one_build_per_kernel(builds, monkeypatch, caplog):
     real = batches.unit_source
     monkeypatch.setattr(batches, "unit_source", lambda codes: real(codes) + "\nthis is not C++;\n")
+    monkeypatch.setattr(batches, "_broken", None)   # (restored after the test: batching on again)
     x, y = _inputs()
     with caplog.at_level(logging.WARNING, logger="armature.perf"):
         compiled = armature.compile(_several_kernels, backend="inductor")
@@ -92,7 +94,23 @@ def test_a_unit_that_fails_to_build_falls_back_to_one_build_per_kernel(builds, m
     units = sum(1 for kind, _ in builds if kind == "unit")
     own = sum(1 for kind, _ in builds if kind == "own")
     assert units >= 1 and own >= 2, builds
-    assert "built one by one" in caplog.text
+    assert "one per compiler run for the rest of this process" in caplog.text
+    # (the unit was at fault: a later graph in this process is built as inductor builds it)
+    builds.clear()
+    torch.testing.assert_close(armature.compile(lambda x, y: _several_kernels(x * 3, y), backend="inductor")(x, y)[0],
+                               _several_kernels(x * 3, y)[0])
+    assert builds and all(kind == "own" for kind, _ in builds), builds
+
+
+def test_a_kernel_built_earlier_in_the_process_is_reused(builds):
+    x, y = _inputs()
+    torch.testing.assert_close(armature.compile(_several_kernels, backend="inductor")(x, y)[0],
+                               _several_kernels(x, y)[0])
+    assert builds
+    builds.clear()
+    again = armature.compile(lambda x, y: _several_kernels(x, y), backend="inductor")   # (a new frame, same graph)
+    torch.testing.assert_close(again(x, y)[0], _several_kernels(x, y)[0])
+    assert builds == [], builds
 
 
 def test_torch_compile_in_the_same_process_is_left_alone(builds):
@@ -137,6 +155,8 @@ def test_unit_source_hoists_includes_and_renames_entry_points():
 @pytest.mark.parametrize("code, ok", [
     ('#include <x.h>\nextern "C" void kernel(float* p) {}\nPyMODINIT_FUNC PyInit_kernel(void) {}', True),
     ('#ifdef X\n#include <x.h>\n#endif\nextern "C" void kernel(float* p) {}\nPyInit_kernel', False),
+    ('#define N 4\n#include <x.h>\nextern "C" void kernel(float* p) {}\nPyInit_kernel', False),
+    ('#define PY_SSIZE_T_CLEAN\n#include <Python.h>\nextern "C" void kernel(float* p) {}\nPyInit_kernel', True),
     ('extern "C" void kernel(float* p) {}\nextern "C" void helper() {}\nPyInit_kernel', False),
     ('#define kernel other\nextern "C" void kernel(float* p) {}\nPyInit_kernel', False),
     ('extern "C" void run(float* p) {}\nPyInit_kernel', False),

@@ -18,26 +18,32 @@ own asynchronous builds hand out too) until the module waits for them
 ``compile_threads`` units at most, side by side, through inductor's own
 ``CppPythonBindingsCodeCache.load_async``: the same compiler, flags,
 precompiled header, vector ISA, on-disk cache and locks as a kernel of its
-own.  The source of each kernel and of its Python binding is the one
+own (a unit of one kernel is simply built as inductor builds it, and a
+kernel built earlier in the process is reused).  The source of each kernel and of its Python binding is the one
 inductor would build (taken from ``load_pybinding_async`` itself, so it
 follows the installed torch), wrapped in a namespace of its own, with its
 C entry points renamed by macro (``kernel`` -> ``armature_batched_kernel_3``),
 and its ``#include`` lines moved to the top of the unit.  One extra
 ``PyInit_kernel`` at the end collects every kernel's bound function into
 one module.  The functions the generated module calls are then built from
-the same code and called the same way: compile time changes, the kernels
-do not.
+the same code with the same flags and called the same way.  (The compiler
+limits inlining growth per unit, so its inlining inside a large unit could
+in principle differ from a unit of one kernel; the steady state measured
+the same: benchmarks/cpp_kernel_batches.py.)
 
 When it does not apply, inductor does what it always does:
 
 * outside armature's compiles (a ``torch.compile`` in the same process, on
   another thread or not);
-* a kernel whose source does not have the expected shape (conditional
-  includes, more than one ``extern "C"``, its own macros named like the
-  renamed symbols) is built on its own;
+* a kernel whose source does not have the expected shape (a condition or
+  macro before an include, more than one ``extern "C"``, its own macros
+  named like the renamed symbols) is built on its own;
 * a module with a single kernel;
 * a unit that fails to build: its kernels are built one by one, as
-  inductor would have, and the failure is logged (``ARMATURE_LOGS=perf``);
+  inductor would have; if they build, the unit was at fault, and batching
+  is off for the rest of the process (a warning under
+  ``ARMATURE_LOGS=perf`` says why), so no later module pays for a failed
+  unit again;
 * ``armature.config.cpp_kernel_batches = False`` (or
   ``ARMATURE_CPP_KERNEL_BATCHES=0``) when the graph is compiled.
 
@@ -98,6 +104,8 @@ def _marked() -> bool:
 _install_lock = threading.Lock()
 _originals: dict[str, Callable[..., Any]] = {}
 _batches: "weakref.WeakKeyDictionary[Any, _Batch]" = weakref.WeakKeyDictionary()
+_built: dict[str, Callable[..., Any]] = {}   # (a kernel's whole source -> its function: later modules reuse it)
+_broken: str | None = None   # (why batching is off in this process: a unit failed whose kernels built alone)
 
 
 def _install() -> None:
@@ -114,21 +122,25 @@ def _install() -> None:
 
         @functools.wraps(cpp_pybinding)
         def cpp_pybinding_held(self, argtypes, source_code, *args, **kwargs):
-            if args or kwargs or not _marked():
+            if args or kwargs or _broken is not None or not _marked():
                 return cpp_pybinding(self, argtypes, source_code, *args, **kwargs)
             return _hold(self, list(argtypes), source_code)
 
         @functools.wraps(wait)
         def wait_after_batches(self, scope):
+            # (inductor's wait first: with several compile threads it asks every future for its
+            # result, the held kernels too, inside its own timing of the builds)
+            waited = wait(self, scope)
             batch = _batches.pop(self, None)
             if batch is not None or _marked():
                 if batch is not None:
                     batch.build()
-                # (every held kernel of the module, also those of a batch built early by a result() call)
+                # (with one thread inductor's wait resolves no future: every held kernel, also those
+                # of a batch that a result() call built earlier, is swapped in here)
                 for key, value in list(scope.items()):
                     if isinstance(value, _HeldKernel):
                         scope[key] = value.result()
-            return wait(self, scope)
+            return waited
 
         _originals.update(cpp_pybinding=cpp_pybinding, wait=wait)
         AsyncCompile.cpp_pybinding = cpp_pybinding_held
@@ -139,6 +151,8 @@ def _hold(async_compile: Any, argtypes: list[str], source: str) -> Any:
     code = _binding_source(argtypes, source)
     if code is None:
         return _originals["cpp_pybinding"](async_compile, argtypes, source)
+    if code in _built:
+        return _built[code]   # (built in an earlier module of this process, alone or in a unit)
     from torch._inductor import async_compile as module
 
     kernel_log = getattr(module, "kernel_code_log", None)
@@ -177,6 +191,7 @@ def _binding_source(argtypes: list[str], source: str) -> str | None:
 _INCLUDE = re.compile(r"^\s*#\s*include\b")
 _HOISTED = re.compile(r"^\s*#\s*(include\b|define\s+PY_SSIZE_T_CLEAN\s*$)")
 _CONDITIONAL = re.compile(r"^\s*#\s*if")
+_DEFINE = re.compile(r"^\s*#\s*(define|undef)\b")
 _OWN_MACROS = re.compile(r"^\s*#\s*(define|undef)\s+(kernel|PyInit_kernel|armature_\w*)\b", re.M)
 
 
@@ -186,7 +201,10 @@ def _shareable(code: str) -> bool:
     and no macros of the names the unit renames."""
     lines = code.splitlines()
     includes = [i for i, line in enumerate(lines) if _INCLUDE.match(line)]
-    if includes and any(_CONDITIONAL.match(line) for line in lines[:includes[-1]]):
+    # (a condition or a macro of its own before an include: moving the include to the top of
+    # the unit could change what it means)
+    if includes and any(_CONDITIONAL.match(line) or (_DEFINE.match(line) and not _HOISTED.match(line))
+                        for line in lines[:includes[-1]]):
         return False
     return (code.count('extern "C"') == 1 and re.search(r'extern "C"\s+void\s+kernel\s*\(', code) is not None
             and "PyInit_kernel" in code and not _OWN_MACROS.search(code))
@@ -224,9 +242,18 @@ class _Batch:
     """The kernels one generated module (one ``AsyncCompile``) asked for."""
 
     def __init__(self, async_compile: Any):
-        self.async_compile = async_compile
+        # (weakly: the batch is the value of its AsyncCompile's entry in _batches, and a module
+        # whose import fails before its wait must not keep both alive)
+        self.owner = weakref.ref(async_compile)
         self.held: list[_HeldKernel] = []
         self.lock = threading.Lock()
+
+    def _async_compile(self) -> Any:
+        owner = self.owner()
+        if owner is None:
+            from torch._inductor.async_compile import AsyncCompile
+            owner = AsyncCompile()
+        return owner
 
     def add(self, argtypes: list[str], source: str, code: str) -> Any:
         held = _held_class()(self, argtypes, source, code)
@@ -234,46 +261,65 @@ class _Batch:
         return held
 
     def build(self) -> None:
-        _batches.pop(self.async_compile, None)   # (kernels asked for after this go to a new batch)
+        owner = self.owner()
+        if owner is not None:
+            _batches.pop(owner, None)   # (kernels asked for after this go to a new batch)
         with self.lock:
             todo = [h for h in self.held if h.kernel is None]
-            if not todo:
-                return
-            if len(todo) == 1:
-                self._on_their_own(todo)
-                return
-            from torch._inductor.async_compile import get_compile_threads
-            from torch._inductor.codecache import CppPythonBindingsCodeCache
+            if todo:
+                self._build(todo)
+                for member in todo:
+                    _built[member.code] = member.kernel
 
-            threads = max(1, get_compile_threads())
-            submit = self.async_compile.submit if threads > 1 else None
-            units = plan_units([len(h.code) for h in todo], threads)
-            loads = []
-            for unit in units:
-                members = [todo[i] for i in unit]
-                try:
-                    source = unit_source([m.code for m in members])
-                    loads.append((members, CppPythonBindingsCodeCache.load_async(source, "cpu", submit_fn=submit)))
-                except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one below
-                    self._failed(members, e)
-            for members, load in loads:
-                try:
-                    library = load()
-                    for i, member in enumerate(members):
-                        member.kernel = getattr(library, f"kernel_{i}")
-                except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one
-                    self._failed(members, e)
-            log_perf.debug("%d C++ kernels built as %d units", len(todo), len(units))
+    def _build(self, todo: list[_HeldKernel]) -> None:
+        from torch._inductor.async_compile import get_compile_threads
+        from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+        threads = max(1, get_compile_threads())
+        units = [[todo[i] for i in unit] for unit in plan_units([len(h.code) for h in todo], threads)]
+        # (a unit of one kernel saves nothing: it is built as inductor builds it, in its cache)
+        alone = self._submit_alone([unit[0] for unit in units if len(unit) == 1])
+        shared = [unit for unit in units if len(unit) > 1]
+        owner = self._async_compile()
+        submit = owner.submit if threads > 1 else None
+        loads = []
+        for members in shared:
+            try:
+                source = unit_source([m.code for m in members])
+                loads.append((members, CppPythonBindingsCodeCache.load_async(source, "cpu", submit_fn=submit)))
+            except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one
+                self._failed(members, e)
+        for members, load in loads:
+            try:
+                library = load()
+                for i, member in enumerate(members):
+                    member.kernel = getattr(library, f"kernel_{i}")
+            except Exception as e:  # noqa: BLE001 - an optimisation only: built one by one
+                self._failed(members, e)
+        self._resolve(alone)
+        log_perf.debug("%d C++ kernels built as %d shared units and %d alone", len(todo), len(shared), len(alone))
 
     def _failed(self, members: list[_HeldKernel], error: Exception) -> None:
-        log_perf.warning("%d C++ kernels built one by one: their shared unit failed (%s: %s)",
-                         len(members), type(error).__name__, str(error)[:2000])
-        self._on_their_own(members)
+        global _broken
+        reason = f"{type(error).__name__}: {str(error)[:2000]}"
+        self._resolve(self._submit_alone(members))   # (raises if a kernel itself does not build)
+        # (each kernel builds alone, so the unit was at fault: whatever broke it, say once and stop
+        # paying a failed unit plus one build per kernel in every later module)
+        if _broken is not None:
+            return
+        _broken = reason
+        log_perf.warning("C++ kernels are built one per compiler run for the rest of this process: a "
+                         "shared unit of %d kernels failed to build while each builds alone (%s)",
+                         len(members), reason)
 
-    def _on_their_own(self, members: list[_HeldKernel]) -> None:
+    def _submit_alone(self, members: list[_HeldKernel]) -> list[tuple[_HeldKernel, Any]]:
         cpp_pybinding = _originals["cpp_pybinding"]
-        futures = [(m, cpp_pybinding(self.async_compile, m.argtypes, m.source)) for m in members]
-        for member, kernel in futures:
+        owner = self._async_compile()
+        return [(m, cpp_pybinding(owner, m.argtypes, m.source)) for m in members]
+
+    @staticmethod
+    def _resolve(submitted: list[tuple[_HeldKernel, Any]]) -> None:
+        for member, kernel in submitted:
             member.kernel = kernel.result() if hasattr(kernel, "result") else kernel
 
 
