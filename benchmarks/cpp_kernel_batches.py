@@ -28,17 +28,16 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import regions  # noqa: E402  (the models and the cold-process measurement)
 
 
 def one(model: str, depth: int, batches: bool) -> dict:
-    with tempfile.TemporaryDirectory(prefix="cpp-batches-") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-                   TORCHINDUCTOR_AUTOGRAD_CACHE="0", ARMATURE_CPP_KERNEL_BATCHES="1" if batches else "0")
-        cmd = [sys.executable, os.path.join(HERE, "regions.py"), "--child", model, str(depth), "armature", "20"]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    if p.returncode != 0:
-        raise SystemExit(f"child failed ({'batched' if batches else 'one per kernel'}):\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    """One cold compile, measured as benchmarks/regions.py measures it."""
+    out = regions.run_child(model, depth, "armature", 20, env={"ARMATURE_CPP_KERNEL_BATCHES": "1" if batches else "0"})
+    if "error" in out:
+        raise SystemExit(f"child failed ({'batched' if batches else 'one per kernel'}):\n{out['error']}")
+    return out
 
 
 STEADY = """

@@ -320,9 +320,11 @@ def _warm_up() -> None:
     print(f"# warm-up child (not counted): {r.get('compile_s', r.get('error', '?'))}", flush=True)
 
 
-def run_child(model: str, depth: int, compiler: str, iters: int) -> dict:
+def run_child(model: str, depth: int, compiler: str, iters: int, env: dict | None = None) -> dict:
+    """One measurement in a fresh process with an empty inductor cache (FX
+    graph and autograd caches off); ``env``: more environment for it."""
     with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
+        env = dict(os.environ, **(env or {}), TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
                    TORCHINDUCTOR_AUTOGRAD_CACHE="0")
         cmd = [sys.executable, __file__, "--child", model, str(depth), compiler, str(iters)]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)

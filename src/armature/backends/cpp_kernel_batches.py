@@ -230,14 +230,6 @@ class _HeldKernel:
         return self.result()(*args)
 
 
-def _future_base() -> type:
-    try:
-        from torch._inductor.codecache import CodeCacheFuture
-    except ImportError:   # (a torch without it: inductor's wait does not resolve these; ours does)
-        return object
-    return CodeCacheFuture
-
-
 class _Batch:
     """The kernels one generated module (one ``AsyncCompile``) asked for."""
 
@@ -325,10 +317,11 @@ class _Batch:
 
 @functools.cache
 def _held_class() -> type:
-    base = _future_base()
-    if base is object:
-        return _HeldKernel
-    return type("HeldKernel", (_HeldKernel, base), {"__doc__": _HeldKernel.__doc__})
+    """:class:`_HeldKernel` as one of inductor's futures (made at first use:
+    importing inductor takes seconds), so inductor's own wait resolves it."""
+    from torch._inductor.codecache import CodeCacheFuture
+
+    return type("HeldKernel", (_HeldKernel, CodeCacheFuture), {"__doc__": _HeldKernel.__doc__})
 
 
 # --- the shared unit ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ fails where it was written rather than at the first compile.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from typing import Any, Callable
@@ -143,11 +144,9 @@ def inductor(
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
-    if not armature_config.cpp_kernel_batches:
-        return compile_with_static_inputs(
-            gm, lambda gm: compile_fx(gm, example_inputs, config_patches=patches))
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
-    inner = in_batches(compile_fx_inner)
-    with batched():
+    batching = armature_config.cpp_kernel_batches
+    inner = in_batches(compile_fx_inner) if batching else compile_fx_inner
+    with batched() if batching else contextlib.nullcontext():
         return compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
