@@ -510,22 +510,161 @@ class ConvStack(nn.Module):
         return self.blocks(x).mean((2, 3))
 
 
+def hoisted(compiled) -> int:
+    """Channels-last weight copies made in the outer graph (region_layouts.py)."""
+    return sum(1 for e in armature.cache_entries(compiled) if e.graph_module is not None
+               for n in e.graph_module.graph.nodes
+               if n.target is torch.Tensor.contiguous and n.kwargs.get("memory_format") is torch.channels_last)
+
+
+class TorchvisionStyleBlock(nn.Module):
+    """``out += identity`` after the convolutions: the block's output takes
+    the layout of its convolution's result."""
+
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        out += x
+        return F.relu(out)
+
+
+class FeatureStack(nn.Module):
+    """Returns every block's output: their strides are the user's to see."""
+
+    def __init__(self, block=TorchvisionStyleBlock, c=4, n=3):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(block(c) for _ in range(n))
+
+    def forward(self, x):
+        feats = []
+        for b in self.blocks:
+            x = b(x)
+            feats.append(x)
+        return feats
+
+
 @pytest.mark.inductor
-def test_convolution_blocks_stay_inlined_under_inductors_layout_optimization(caplog):
-    """inductor's layout optimization chooses convolution layouts per graph;
-    a subgraph boundary puts the activations back in the default layout at
-    every block, which measured slower per call (torchvision ResNet, 12
-    blocks, CPU), so automatic regions leave such blocks inlined under
-    inductor and say why; with the optimization off they merge."""
+def test_convolution_blocks_merge_on_cpu_with_channels_last_weights():
+    """On CPU inductor always runs convolutions channels-last: merged
+    blocks get their weights converted in the outer graph (one copy per
+    weight per call, as inlined), results equal eager's."""
     x = torch.randn(2, 4, 6, 6)
+    cm = check_inference(ConvStack().eval(), x, backend="inductor")
+    assert calls(cm) == 3 and hoisted(cm) == 6
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("block", [TorchvisionStyleBlock, ConvBlock])
+def test_merged_convolution_blocks_keep_every_output_stride(block):
+    """A convolution given a channels-last weight returns a channels-last
+    result; the merged block copies its outputs back into the strides
+    eager gives them, so every block's output the user sees has eager's
+    strides (and the blocks after it see what they saw when traced)."""
+    m = FeatureStack(block).eval()
+    x = torch.randn(2, 4, 6, 6)
+    cm = armature.compile(m, backend="inductor")
+    with torch.no_grad():
+        got, ref = cm(x), m(x)
+    assert calls(cm) == 3 and hoisted(cm) == 6
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g, r)
+        assert g.stride() == r.stride()
+
+
+@pytest.mark.inductor
+def test_merged_convolution_blocks_train_like_eager():
+    """The weight copies are differentiable: every parameter's gradient
+    equals eager's (batch norm in eval mode: in training mode a block
+    updates its running statistics in place, and such a call stays inlined)."""
+    m = ConvStack().eval()
+    cm = check_training(m, torch.randn(2, 4, 6, 6), backend="inductor")
+    assert calls(cm) == 2 and hoisted(cm) == 4   # (block 0's input does not require grad: not like the others)
+
+
+@pytest.mark.inductor
+def test_merged_convolution_blocks_with_a_dynamic_batch():
+    m = ConvStack().eval()
+    cm = armature.compile(m, backend="inductor", dynamic=True)
+    with torch.no_grad():
+        for b in (2, 3, 5):
+            x = torch.randn(b, 4, 6, 6)
+            torch.testing.assert_close(cm(x), m(x))
+    assert calls(cm) == 3 and hoisted(cm) == 6
+
+
+@pytest.mark.inductor
+def test_convolution_blocks_with_large_weights_stay_inlined(caplog):
+    """Blocks whose weights exceed region_layouts.MAX_WEIGHT_BYTES measured
+    slower merged (torchvision's ResNet, 256-512 channels): under "auto"
+    they stay inlined and the log says why; regions="always" merges them."""
+    from armature.graph import region_layouts
+    c = 1 + int((region_layouts.MAX_WEIGHT_BYTES / 36) ** 0.5)   # (c * c * 9 float32 > the limit)
+    m = FeatureStack(ConvBlock, c=c, n=2).eval()
+    x = torch.randn(1, c, 3, 3)
     with caplog.at_level("DEBUG", logger="armature.regions"):
-        cm = check_inference(ConvStack().eval(), x, backend="inductor")
+        cm = armature.compile(m, backend="inductor")
+        with torch.no_grad():
+            torch.testing.assert_close(cm(x), m(x))
     assert calls(cm) == 0
     assert any("a convolution" in r.getMessage() and "layout_optimization" in r.getMessage()
                for r in caplog.records)
     armature.reset()
-    cm = check_inference(ConvStack().eval(), x, backend="inductor", options={"layout_optimization": False})
-    assert calls(cm) == 3
+    with armature.config.patch(regions="always"):
+        cm = armature.compile(m, backend="inductor")
+        with torch.no_grad():
+            torch.testing.assert_close(cm(x), m(x))
+    assert calls(cm) == 2 and hoisted(cm) == 0
+
+
+class Conv1dBlock(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv1d(c, c, 3, padding=1), nn.Conv1d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return F.relu(x + self.conv2(F.relu(self.conv1(x)) * 2))
+
+
+@pytest.mark.inductor
+def test_other_convolutions_stay_inlined_under_inductors_layout_optimization():
+    """Only 2-d convolutions get their weights converted; a block with
+    another convolution stays inlined under "auto" with inductor's layout
+    optimization on, and merges with it off."""
+    m = FeatureStack(Conv1dBlock, n=3).eval()
+    x = torch.randn(2, 4, 8)
+    cm = armature.compile(m, backend="inductor")
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert calls(cm) == 0
+    armature.reset()
+    cm = armature.compile(m, backend="inductor", options={"layout_optimization": False})
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert calls(cm) == 3 and hoisted(cm) == 0
+
+
+@pytest.mark.inductor
+def test_convolution_blocks_stay_inlined_where_inductor_picks_layouts_per_graph(monkeypatch, caplog):
+    """Where inductor decides convolution layouts per graph (a device
+    without oneDNN, e.g. CUDA: simulated here), the layout inside a merged
+    block is not the frontend's to predict, so under "auto" the blocks stay
+    inlined and the log says why; with force_layout_optimization inductor
+    runs every convolution channels-last, so they merge again."""
+    from armature.graph import region_layouts
+    monkeypatch.setattr(region_layouts, "_onednn_device", lambda device: False)
+    x = torch.randn(2, 4, 6, 6)
+    with caplog.at_level("DEBUG", logger="armature.regions"):
+        cm = check_inference(ConvStack().eval(), x, backend="inductor")
+    assert calls(cm) == 0
+    assert any("a convolution" in r.getMessage() and "per graph" in r.getMessage() for r in caplog.records)
+    armature.reset()
+    cm = check_inference(ConvStack().eval(), x, backend="inductor", options={"force_layout_optimization": True})
+    assert calls(cm) == 3 and hoisted(cm) == 6
 
 
 def test_convolution_blocks_merge_where_no_layout_is_chosen():

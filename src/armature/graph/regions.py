@@ -35,13 +35,15 @@ those are what ``invoke_subgraph`` cannot express or what aot_autograd would
 treat differently from the inlined ops.  Outermost calls are merged first
 (a block rather than its linears); calls with fewer than
 :data:`MIN_OPS` ops are left inlined (no compile time to save, a fusion
-boundary to lose); marked functions are merged at any size.  Under "auto"
-with inductor's layout optimization on (its default), a module call that
-runs a convolution stays inlined too: inductor picks convolution layouts
-(channels-last) per graph, and at a subgraph's boundary the activations go
-back to the default layout at every block (torchvision's ResNet at 12
-blocks, CPU, every block merged: 1.45x slower per call than inlined; with
-the optimization off, 0.95x).
+boundary to lose); marked functions are merged at any size.  Convolutions
+are the backend's to lay out (inductor's layout optimization, on by
+default, runs them channels-last): where inductor always does so (CPU with
+oneDNN), a merged block's conv2d weights are made channels-last in the outer
+graph before each call (region_layouts.py: the copy inductor makes inside
+a graph, moved to where its buffers are reused); under "auto", a module
+call with any other convolution, or on a device where inductor decides
+layouts per graph (CUDA), stays inlined (torchvision's ResNet at 12 blocks,
+CPU, merged without the hoisting: 1.45x slower per call than inlined).
 
 When: ``armature.config.regions`` -- "auto" (for the compiling backends,
 inductor and aot_eager: the eager backend would gain nothing and pay
@@ -60,6 +62,8 @@ import torch
 import torch.fx
 
 from ..diagnostics import logs
+from .region_layouts import (ConvolutionLayouts, channels_last, convolution_layouts, hoist_weights, is_convolution,
+                             keep_output_layouts)
 
 log = logs.artifact("regions")
 
@@ -201,19 +205,6 @@ def backend_for(backend, gm=None):
     return _Backend(backend.name, backend.fn, backend.check_options, kwargs)
 
 
-def _layouts_chosen_per_graph(backend) -> bool:
-    """Whether ``backend`` is inductor with its layout optimization on (the
-    default, or as the compile's ``options``/``mode`` set it): it then gives a
-    graph's convolutions channels-last layouts, and a subgraph boundary
-    converts the activations back at every block."""
-    from ..backends import _Backend
-    if not isinstance(backend, _Backend) or backend.name != "inductor":
-        return False
-    from ..backends.inductor import config_patches, setting
-    patches = config_patches(backend.kwargs.get("mode"), backend.kwargs.get("options"))
-    return bool(setting("layout_optimization", patches))
-
-
 def _differentiable(gm) -> bool:
     """Some invoke_subgraph call returns a tensor that requires grad."""
     for n in gm.graph.nodes:
@@ -261,7 +252,8 @@ def _merge(gm, graph, config, backend):
     g.output(g.graph_copy(gm.graph, val_map))
     sym_nodes = {s: val_map[n] for s, n in graph.symbol_nodes.items() if n in val_map}
     out = torch.fx.GraphModule(gm, g, class_name=type(gm).__name__)
-    keep_convolutions = config.regions == "auto" and _layouts_chosen_per_graph(backend)
+    layouts = convolution_layouts(backend)
+    auto = config.regions == "auto"
     counter = [0]
     replaced = 0
     # outermost calls first: a merged block's inner calls are gone from the graph
@@ -272,7 +264,7 @@ def _merge(gm, graph, config, backend):
                 level.setdefault(r.key, []).append(r)
         for rs in level.values():
             if len(rs) > 1:
-                replaced += _merge_group(out, val_map, sym_nodes, rs, counter, keep_convolutions)
+                replaced += _merge_group(out, val_map, sym_nodes, rs, counter, layouts, auto)
     if not replaced:
         return None
     out.graph.lint()
@@ -280,12 +272,12 @@ def _merge(gm, graph, config, backend):
     return out
 
 
-def _merge_group(gm, node_map, sym_nodes, rs, counter, keep_convolutions: bool) -> int:
+def _merge_group(gm, node_map, sym_nodes, rs, counter, layouts, auto: bool) -> int:
     alive = {n: i for i, n in enumerate(gm.graph.nodes)}
     nodes_in_order = list(gm.graph.nodes)
     clusters: dict = {}
     for r in rs:
-        cand = _candidate(node_map, sym_nodes, r, alive, nodes_in_order, keep_convolutions)
+        cand = _candidate(node_map, sym_nodes, r, alive, nodes_in_order, layouts, auto)
         if cand is not None:
             clusters.setdefault(cand.signature, []).append(cand)
     n = 0
@@ -309,21 +301,14 @@ def _merge_group(gm, node_map, sym_nodes, rs, counter, keep_convolutions: bool) 
 
 
 class _Candidate:
-    __slots__ = ("nodes", "inputs", "outputs", "signature")
+    __slots__ = ("nodes", "inputs", "outputs", "signature", "hoist")
 
 
 def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: list,
-               keep_convolutions: bool = False) -> "_Candidate | None":
+               layouts: ConvolutionLayouts, auto: bool) -> "_Candidate | None":
     ops = [n for n in map(node_map.get, r.graph.op_nodes[r.start:r.end]) if n is not None and n in alive]
     if not ops or (not r.marked and len(ops) < MIN_OPS):
         return None   # (too small to be worth a subgraph)
-    if keep_convolutions and not r.marked:
-        conv = next((n for n in ops if _convolution(n)), None)
-        if conv is not None:
-            return _no(r, f"a convolution ({conv.format_node()}): inductor's layout optimization picks "
-                          "convolution layouts (channels-last) per graph, and a subgraph's boundary converts the "
-                          "activations back at every block: slower at run time (merged anyway with "
-                          "options={'layout_optimization': False}, a marked block, or regions='always')")
     before, after = node_map.get(r.before), node_map.get(r.after)
     if (r.before is not None and before not in alive) or after not in alive:
         return _no(r, "its first or last node is gone (an earlier merge)")
@@ -398,6 +383,15 @@ def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
     c = _Candidate()
     c.nodes, c.outputs = nodes, outputs
     c.inputs = [sym_nodes[s] for s in symbols if sym_nodes[s] not in slot] + inputs
+    c.hoist = layouts.weights_to_hoist(nodes, c.inputs, outputs)
+    if c.hoist is None:
+        if auto and not r.marked:
+            conv = next(n for n in nodes if is_convolution(n))
+            return _no(r, f"a convolution ({conv.format_node()}) whose layout inductor chooses per graph (not a "
+                          "2-d convolution of a parameter on CPU): a subgraph's boundary would convert layouts at "
+                          "every block, slower at run time (merged anyway with a marked block, regions='always', "
+                          "or options={'layout_optimization': False})")
+        c.hoist = []
     c.signature = (tuple(body), tuple(in_meta), tuple(index[o] for o in outputs), tuple(str(s) for s in symbols))
     return c
 
@@ -415,17 +409,6 @@ def _no(r: _Record, why: str) -> None:
 def _describe(key) -> str:
     kind, what = key
     return what.__qualname__ if kind == "module" else f"{what.co_qualname} ({what.co_filename}:{what.co_firstlineno})"
-
-
-#: the names of the convolution ops, whose layout inductor chooses per graph
-_CONVOLUTIONS = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                           "convolution", "_convolution", "conv_tbc"})
-
-
-def _convolution(n: torch.fx.Node) -> bool:
-    t = n.target
-    name = t if isinstance(t, str) else getattr(t, "__name__", "")
-    return name in _CONVOLUTIONS
 
 
 def _pure_node(n: torch.fx.Node) -> bool:
@@ -549,10 +532,15 @@ def _subgraph(c: _Candidate) -> torch.fx.GraphModule:
     for k, i in enumerate(c.inputs):
         p = g.placeholder(f"arg{k}")
         p.meta.update({key: i.meta[key] for key in ("val", "example_value") if key in i.meta})
+        if k in c.hoist:   # (it receives the channels-last copy: region_layouts.py)
+            p.meta["val"] = p.meta["example_value"] = channels_last(i.meta["val"])
         env[i] = p
     for n in c.nodes:
         env[n] = g.node_copy(n, env.__getitem__)
-    g.output(tuple(env[o] for o in c.outputs))
+    results = [env[o] for o in c.outputs]
+    if c.hoist:
+        results = keep_output_layouts(g, results, [o.meta["val"] for o in c.outputs])
+    g.output(tuple(results))
     return torch.fx.GraphModule(torch.nn.Module(), g, class_name="RepeatedBlock")
 
 
@@ -562,8 +550,9 @@ def _replace(gm, c: _Candidate, name: str) -> dict:
     last = c.nodes[-1]
     with g.inserting_after(last):
         attr = g.get_attr(name)
-    with g.inserting_after(attr):
-        call = g.call_function(invoke_subgraph, (attr, name, *c.inputs))
+    inputs, prev = hoist_weights(gm, attr, c.inputs, c.hoist)
+    with g.inserting_after(prev):
+        call = g.call_function(invoke_subgraph, (attr, name, *inputs))
     vals = tuple(o.meta["val"] for o in c.outputs)
     call.meta["val"] = call.meta["example_value"] = vals
     prev = call
