@@ -1,12 +1,13 @@
-"""Inductor's CPU vector-ISA probes: one after another (inductor, torch.compile) vs side by side (armature).
+"""Inductor's CPU vector-ISA probes: all, one after another (inductor, torch.compile) vs those the pick needs (armature).
 
 Before its first C++ kernel in a process, inductor compiles and loads a probe
-program for every vector ISA the CPU reports (backends/cpu_isa_probes.py).
-This measures how long that takes with a cold inductor cache, each round in
-two fresh processes (each with its own empty cache): one where inductor
-probes alone (``valid_vec_isa_list()``, what torch.compile waits for) and one
-where armature's ``probe_in_parallel`` runs first.  Both must give the same
-answers; the script fails if they do not.
+program for every vector ISA the CPU reports, and picks the first that
+passes (backends/cpu_isa_probes.py).  This measures how long the pick takes
+with a cold inductor cache, each round in two fresh processes (each with its
+own empty cache): one where inductor probes alone (``pick_vec_isa()``, what
+torch.compile waits for) and one where armature's ``probe_ahead`` runs
+first.  Both must pick the same ISA and give the same whole list (read
+after the timing); the script fails if they do not.
 
     python benchmarks/isa_probes.py [--rounds 3]
 """
@@ -23,19 +24,19 @@ import tempfile
 CHILD = """
 import json, time
 from torch._inductor import cpu_vec_isa as C
-from armature.backends.cpu_isa_probes import probe_in_parallel
+from armature.backends.cpu_isa_probes import probe_ahead
 t0 = time.perf_counter()
-if {parallel}:
-    probe_in_parallel({{}})
-isas = C.valid_vec_isa_list()
-print(json.dumps({{"s": time.perf_counter() - t0, "isas": [str(i) for i in isas],
-                  "picked": str(C.pick_vec_isa())}}))
+if {ahead}:
+    probe_ahead({{}})
+picked = str(C.pick_vec_isa())
+s = time.perf_counter() - t0
+print(json.dumps({{"s": s, "isas": [str(i) for i in C.valid_vec_isa_list()], "picked": picked}}))
 """
 
 
-def one(parallel: bool) -> dict:
+def one(ahead: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="isa-probes-") as cache:
-        p = subprocess.run([sys.executable, "-c", CHILD.format(parallel=parallel)], capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-c", CHILD.format(ahead=ahead)], capture_output=True, text=True,
                            timeout=600, env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache))
     if p.returncode != 0:
         raise SystemExit(p.stderr[-3000:])
@@ -47,15 +48,15 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args(argv)
     print(f"# {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}", flush=True)
-    serial, parallel = [], []
+    serial, ahead = [], []
     for _ in range(a.rounds):   # (alternated, so that load hits both alike)
         s, p = one(False), one(True)
         if (s["isas"], s["picked"]) != (p["isas"], p["picked"]):
-            raise SystemExit(f"different answers: serial {s}, parallel {p}")
+            raise SystemExit(f"different answers: serial {s}, ahead {p}")
         serial.append(s["s"])
-        parallel.append(p["s"])
-        print(json.dumps({"serial_s": s["s"], "parallel_s": p["s"], "isas": s["isas"]}), flush=True)
-    ms, mp = statistics.median(serial), statistics.median(parallel)
+        ahead.append(p["s"])
+        print(json.dumps({"serial_s": s["s"], "ahead_s": p["s"], "isas": s["isas"]}), flush=True)
+    ms, mp = statistics.median(serial), statistics.median(ahead)
     print(f"| probes | inductor alone s | armature s | ratio |\n|---|---|---|---|\n"
           f"| {', '.join(s['isas'])} | {ms:.2f} | {mp:.2f} | {mp / ms:.2f} |")
     print(f"# load average at end {os.getloadavg()[0]:.2f}")

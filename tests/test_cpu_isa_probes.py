@@ -1,4 +1,4 @@
-"""Inductor's CPU ISA probes run side by side, behind the compile (backends/cpu_isa_probes.py).
+"""Inductor's CPU ISA probes: only those its pick needs, behind the compile (backends/cpu_isa_probes.py).
 
 The probes are process-wide and cached, so each check runs in a fresh
 interpreter.  The C++ builds themselves are replaced by a stand-in that
@@ -35,7 +35,7 @@ def _run(body: str, tmp_path, **env) -> dict:
             time.sleep(0.2)
             return "vnni" not in str(self)   # (any fixed table of answers)
         C.VecISA.check_build = fake_check_build
-        from armature.backends.cpu_isa_probes import probe_in_parallel, start_probes, wait_for_probes
+        from armature.backends.cpu_isa_probes import probe_ahead, start_probes, wait_for_probes
     """) + textwrap.dedent(body)
     full_env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), **env)
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=full_env)
@@ -50,32 +50,63 @@ def _candidates() -> int:
     return len(candidates(cpu_vec_isa))
 
 
+def _serial_list() -> str:
+    """Inductor's own list, computed serially in the same process (the
+    ``bool`` answers are cached per ISA, so the stand-in is asked only about
+    the candidates armature left alone)."""
+    return """
+        C.valid_vec_isa_list.cache_clear()
+        serial = [str(i) for i in C.valid_vec_isa_list()]
+    """
+
+
 @x86_only
-def test_probes_run_on_several_threads_and_inductor_reuses_their_answers(tmp_path):
-    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
-        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+def test_only_the_probes_the_pick_needs_run_and_the_answers_are_inductors(tmp_path):
+    """With the stand-in's table (VNNI fails), the default pick needs the
+    first two candidates: the background thread probes those and no more;
+    pick_vec_isa gives inductor's answer, and the whole list read through
+    armature's function is inductor's list."""
+    if _candidates() < 3:
+        pytest.skip("fewer than three ISAs to probe: nothing is left unprobed")
     out = _run("""
-        probe_in_parallel({})
-        before = len(calls)
-        isas = [str(i) for i in C.valid_vec_isa_list()]   # inductor's own (serial) call
-        print(json.dumps({"calls": calls, "before": before, "after": len(calls), "isas": isas}))
+        probe_ahead({})
+        background = list(calls)
+        picked = str(C.pick_vec_isa())
+        after_pick = len(calls)
+        whole = [str(i) for i in C.valid_vec_isa_list()]
+    """ + _serial_list() + """
+        print(json.dumps({"background": background, "after_pick": after_pick, "picked": picked,
+                          "whole": whole, "serial": serial, "inductor_pick": str(C.pick_vec_isa())}))
     """, tmp_path)
-    threads = {t for _, t in out["calls"]}
-    assert all(t.startswith("armature-isa-probe") for t in threads)
-    assert len(threads) >= 2
-    assert out["after"] == out["before"] > 0   # inductor asked nothing again
-    # the answers are the stand-in's: every ISA the CPU has except the VNNI ones
-    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
+    assert {isa for isa, _ in out["background"]} == {"avx512 avx512_vnni", "avx512"}   # (AVX2 never)
+    assert all(t == "armature-isa-probes" for _, t in out["background"])
+    assert out["after_pick"] == len(out["background"])   # (the pick asked nothing more)
+    assert out["picked"] == out["inductor_pick"] == "avx512"
+    assert out["whole"] == out["serial"] and out["whole"] and not any("vnni" in i for i in out["whole"])
 
 
 @x86_only
-def test_probes_run_behind_the_caller_and_inductor_waits_for_them(tmp_path):
-    """start_probes returns while the probes build; inductor's read of the
-    list, from the compiling thread meanwhile, waits for them instead of
-    probing the same ISAs again (a probe changes its ISA's flags for a
-    moment), gets their answers, and the gate is gone afterwards."""
-    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
-        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+def test_the_lazy_list_reads_like_inductors_list(tmp_path):
+    """Every way of reading the list gives what inductor's list gives."""
+    out = _run("""
+        start_probes({})
+        L = C.valid_vec_isa_list()
+        reads = {"is_list": isinstance(L, list), "bool": bool(L), "first": str(L[0]),
+                 "iter": [str(i) for i in L], "len": len(L), "last": str(L[-1]),
+                 "slice": [str(i) for i in L[:2]], "repr": repr(L) == repr(list(L)), "eq": L == list(L),
+                 "contains": L[0] in L, "copy": [str(i) for i in L.copy()]}
+        print(json.dumps(reads))
+    """, tmp_path)
+    assert out["is_list"] and out["bool"] and out["repr"] and out["eq"] and out["contains"]
+    assert out["iter"] == out["copy"] and out["len"] == len(out["iter"]) and out["first"] == out["iter"][0]
+    assert out["last"] == out["iter"][-1] and out["slice"] == out["iter"][:2]
+
+
+@x86_only
+def test_probes_run_behind_the_caller_and_the_pick_waits_for_them(tmp_path):
+    """start_probes returns while the probes build; the compiling thread's
+    pick, meanwhile, waits for the probe it needs instead of probing the
+    same ISA again (a probe changes its ISA's flags for a moment)."""
     out = _run("""
         release = threading.Event()          # (the stand-in builds finish only once released)
         finished = []
@@ -88,95 +119,88 @@ def test_probes_run_behind_the_caller_and_inductor_waits_for_them(tmp_path):
         inductors = C.valid_vec_isa_list
         start_probes({})
         finished_at_return = len(finished)   # (0: it returned while every build was held)
-        gated = C.valid_vec_isa_list is not inductors
+        ours = C.valid_vec_isa_list is not inductors
         start_probes({})                     # a second compile meanwhile: no second round
-        read = []
-        reader = threading.Thread(target=lambda: read.extend(
-            str(i) for i in C.pick_vec_isa.__globals__["valid_vec_isa_list"]()))   # inductor's own lookup
+        picked = []
+        reader = threading.Thread(target=lambda: picked.append(str(C.pick_vec_isa())))
         reader.start()
         reader.join(0.5)
-        reader_waited = reader.is_alive()    # (held builds: nobody can have the list yet)
+        reader_waited = reader.is_alive()    # (held builds: nobody can have the answer yet)
         release.set()
         reader.join(60)
         wait_for_probes()
         print(json.dumps({"finished_at_return": finished_at_return, "reader_waited": reader_waited,
-                          "gated": gated, "restored": C.valid_vec_isa_list is inductors, "isas": read,
-                          "threads": [t for _, t in calls], "picked": str(C.pick_vec_isa())}))
+                          "ours": ours, "picked": picked, "threads": [t for _, t in calls]}))
     """, tmp_path)
-    assert out["finished_at_return"] == 0 and out["reader_waited"]
-    assert out["gated"] and out["restored"]
-    assert all(t.startswith("armature-isa-probe") for t in out["threads"])   # none on the caller's thread
-    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
-    assert out["picked"] == out["isas"][0]
+    assert out["finished_at_return"] == 0 and out["reader_waited"] and out["ours"]
+    assert set(out["threads"]) == {"armature-isa-probes"}   # none on the caller's thread
+    assert out["picked"] == ["avx512"]
 
 
 @x86_only
-def test_the_list_is_known_after_one_round_even_if_nothing_read_it(tmp_path):
-    """A compile whose graph generated no C++ code never reads the list; the
-    next compile must not start a second round of probes."""
-    if _candidates() < 2 or (os.cpu_count() or 1) < 2:
-        pytest.skip("fewer than two ISAs to probe, or one core: nothing runs in parallel")
+def test_a_probe_failing_in_the_background_is_asked_again_by_the_reader(tmp_path):
     out = _run("""
-        probe_in_parallel({})
-        first = len(calls)
-        known = C.valid_vec_isa_list.cache_info().currsize
-        probe_in_parallel({})
-        print(json.dumps({"first": first, "second": len(calls) - first, "known": known}))
-    """, tmp_path)
-    assert out["first"] > 0 and out["known"] == 1 and out["second"] == 0
-
-
-@x86_only
-def test_a_failing_probe_leaves_the_work_to_inductor(tmp_path):
-    out = _run("""
-        import armature.backends.cpu_isa_probes as P
-        def broken(*args, **kwargs):
-            raise OSError("no threads")
-        P.ThreadPoolExecutor = broken
-        inductors = C.valid_vec_isa_list
+        failed = []
+        def flaky_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            if not failed:
+                failed.append(str(self))
+                raise OSError("no space left on device")
+            return "vnni" not in str(self)
+        C.VecISA.check_build = flaky_check_build
         start_probes({})
         wait_for_probes()
-        assert C.valid_vec_isa_list is inductors
-        isas = [str(i) for i in C.valid_vec_isa_list()]   # inductor probes by itself
-        print(json.dumps({"isas": isas, "threads": sorted({t for _, t in calls})}))
+        picked = str(C.pick_vec_isa())
+    """ + _serial_list() + """
+        print(json.dumps({"picked": picked, "serial": serial, "threads": [t for _, t in calls]}))
     """, tmp_path)
-    assert out["isas"] and not any("vnni" in isa for isa in out["isas"])
-    assert out["threads"] == ["MainThread"]
+    assert out["threads"][0] == "armature-isa-probes" and "MainThread" in out["threads"]
+    assert out["picked"] == out["serial"][0] == "avx512"
 
 
 @x86_only
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork: POSIX only")
 def test_a_process_forked_while_the_probes_run_does_not_wait_for_them(tmp_path):
-    """The gate's probe threads do not exist in a forked child: there it is
-    removed, and the child's own read of the list probes by itself."""
+    """The probe thread does not exist in a forked child: there inductor's
+    function is put back, and the child's own read of the list probes by
+    itself."""
     out = _run("""
         import os, signal
+        release = threading.Event()
+        def held_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            release.wait(60)
+            return "vnni" not in str(self)
+        C.VecISA.check_build = held_check_build
         inductors = C.valid_vec_isa_list
         start_probes({})
+        time.sleep(0.2)                       # (the probe thread is inside its first, held, build)
         pid = os.fork()
         if pid == 0:
-            signal.alarm(60)   # (a child stuck at the gate dies instead of hanging the test)
+            release.set()
+            signal.alarm(60)   # (a child stuck waiting dies instead of hanging the test)
             ok = C.valid_vec_isa_list is inductors and bool(C.valid_vec_isa_list())
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
+        release.set()
         wait_for_probes()
-        print(json.dumps({"child": os.waitstatus_to_exitcode(status), "restored": C.valid_vec_isa_list is inductors}))
+        print(json.dumps({"child": os.waitstatus_to_exitcode(status), "ours": C.valid_vec_isa_list is not inductors}))
     """, tmp_path)
-    assert out == {"child": 0, "restored": True}
+    assert out == {"child": 0, "ours": True}
 
 
 @x86_only
 def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
     out = _run("""
-        probe_in_parallel({"cpp.vec_isa_ok": False})   # the compile's options say it
+        probe_ahead({"cpp.vec_isa_ok": False})   # the compile's options say it
         first = len(calls)
         from torch._inductor import config
         with config.patch({"cpp.vec_isa_ok": True}):
-            probe_in_parallel({})                        # the global config says it
+            probe_ahead({})                        # the global config says it
         second = len(calls)
         C.valid_vec_isa_list()
         third = len(calls)
-        probe_in_parallel({})                            # inductor has its list already
+        probe_ahead({})                            # inductor has its list already
         print(json.dumps({"counts": [first, second, third, len(calls)]}))
     """, tmp_path)
     first, second, third, last = out["counts"]
@@ -188,8 +212,8 @@ def test_nothing_is_probed_when_the_answer_is_set_or_already_known(tmp_path):
 @pytest.mark.slow
 @x86_only
 def test_real_probes_give_inductors_serial_answers(tmp_path):
-    """The real C++ builds, side by side and read through the gate, against
-    a second fresh process where inductor probes alone."""
+    """The real C++ builds, behind the caller and read through armature's
+    list, against a second fresh process where inductor probes alone."""
     def answers(parallel: bool, cache) -> list[str]:
         code = textwrap.dedent(f"""
             import json

@@ -1,40 +1,47 @@
-"""Inductor's CPU vector-ISA probes, run side by side and behind the compile.
+"""Inductor's CPU vector-ISA probes: only those its answer needs, behind the compile.
 
 Before it generates its first C++ kernel in a process, inductor decides which
-SIMD instruction sets it may use (``cpu_vec_isa.valid_vec_isa_list``): for
-every ISA the CPU reports (AVX-512 with VNNI, AVX-512, AVX2 on a typical x86
-server) it compiles a small program against torch's vectorised headers and
-loads it in a child process.  With a cold inductor cache those are up to six
-C++ builds, one after another, on the critical path of the first compile:
-9 s of a 17 s GPT-2 compile on this project's 2-core machine, paid by
-torch.compile too.
+SIMD instruction set its kernels use: ``cpu_vec_isa.pick_vec_isa()``, which
+reads ``valid_vec_isa_list()``.  That list is computed once per process by
+probing every ISA the CPU reports (AMX, AVX-512 with VNNI, AVX-512, AVX2 on
+a typical x86 server): for each, a small program compiled against torch's
+vectorised headers and loaded in a child process.  With a cold inductor
+cache those are up to six C++ builds of about 2 s each, one after another,
+on the critical path of the first compile: 7-10 s of a 15-20 s compile on
+this project's 2-core machine, paid by torch.compile too.
 
-Two changes of *when*, none of *what*:
+But ``pick_vec_isa`` (the list's only reader in torch 2.11-2.15) uses the
+*first* valid ISA of the list unless ``cpp.simdlen`` or
+``ATEN_CPU_CAPABILITY`` asks for another: once the best ISA has passed its
+probe, the others' answers change nothing.  So:
 
-* **Side by side.**  The probes of different ISAs are independent (different
-  compiler flags, different output files, separate ``functools.cache``
-  entries on separate instances), so each candidate ISA is asked the question
-  inductor asks (``bool(isa)``, inductor's own code, under the compile's
-  inductor config) on its own thread.  Each ISA's own
-  probes (AVX-512 VNNI: the base program, then bf16, then VNNI) stay in order
-  on one thread.
-* **Behind the compile.**  :func:`start_probes` returns at once; the probes
-  build while the compiling thread runs AOTAutograd and inductor's lowering,
-  which do not need the answer (only C++ code generation and builds do).
-  Until the probes are done, ``cpu_vec_isa.valid_vec_isa_list`` is a gate
-  that waits for them and then calls inductor's own function, which finds
-  every answer cached.  Every reader of the list goes through that module
-  global (``pick_vec_isa`` looks it up at each call), so no thread can probe
-  an ISA while a probe thread is probing it: that race is real, since a
-  probe changes its ISA object's compiler flags for a moment (AVX-512's bf16
-  check).  The gate is removed when the probes end.
+* **Only what is read.**  :func:`start_probes` replaces the module global
+  ``cpu_vec_isa.valid_vec_isa_list`` (every reader looks it up at each call)
+  with a function returning a :class:`LazyValidList`: a ``list`` whose items
+  are exactly inductor's list, in its order, computed on demand -- reading
+  item 0 probes candidates in order until one passes; iterating probes as it
+  goes; anything that needs the whole list (``len``, ``==``, ``repr``,
+  slices, ...) probes everything first.  Each candidate is asked the
+  question inductor asks (``bool(isa)``: inductor's own code) once, in a copy
+  of the context of the first read of the list (inductor's config, the
+  compiler among it, as inductor's ``functools.cache`` freezes them at its
+  first call).
+* **Behind the compile.**  A background thread starts at once on the probes
+  the default read needs (candidates in order until one passes) while the
+  compiling thread traces the rest of the way, runs AOTAutograd and
+  inductor's lowering, none of which needs the answer; a read waits for the
+  probe it needs (or runs it, if nobody has).  A probe changes its ISA
+  object's compiler flags for a moment (AVX-512's bf16 check), so each
+  candidate is probed by one thread and handed out only after.
 
-The answers are exactly the ones inductor would compute: only their order in
-time changes.  Nothing is done where inductor would not probe (not x86,
-``cpp.vec_isa_ok`` set: inductor's ``__bool__`` answers without building),
-for graphs without CPU tensors (a GPU graph need not pay for CPU probes) or
-once the list has been computed in this process.  Any failure leaves the
-work to inductor.
+The answers are exactly the ones inductor would compute; what changes is
+which are computed, and when.  Nothing is done where inductor would not
+probe (not x86, ``cpp.vec_isa_ok`` set: inductor's ``__bool__`` answers
+without building), for graphs without CPU tensors (a GPU graph need not pay
+for CPU probes) or once inductor's list has been computed in this process.
+A probe that fails in the background is asked again by the reader (inductor
+raising as it would); ``valid_vec_isa_list.cache_clear()`` puts inductor's
+function back.
 """
 from __future__ import annotations
 
@@ -42,14 +49,14 @@ import contextvars
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import torch
 
 from ..diagnostics import logs
 
-__all__ = ["probe_in_parallel", "start_probes", "wait_for_probes", "wants_cpu_probes"]
+__all__ = ["LazyValidList", "probe_ahead", "start_probes", "wait_for_probes", "wants_cpu_probes"]
 
 log_perf = logs.artifact("perf")
 
@@ -70,34 +77,125 @@ def _candidates(cpu_vec_isa) -> list:
 
 
 def start_probes(patches: dict[str, Any]) -> None:
-    """Start inductor's ISA probes on background threads, under the inductor
-    config overrides ``patches`` (a ``cpp.vec_isa_ok`` given in ``options``
-    wins, as it does inside ``compile_fx``), and return; inductor's own
-    reads of the list wait for them."""
+    """Start the ISA probes inductor's default read needs on a background
+    thread, under the inductor config overrides ``patches`` (a
+    ``cpp.vec_isa_ok`` given in ``options`` wins, as it does inside
+    ``compile_fx``), and return; inductor's reads of the list wait for the
+    probes they need."""
     try:
         _start(patches)
     except Exception as e:  # noqa: BLE001 - an optimisation only: inductor probes by itself
         log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
 
 
-def probe_in_parallel(patches: dict[str, Any]) -> None:
-    """:func:`start_probes`, then wait for them (benchmarks/isa_probes.py
-    times the probes alone this way)."""
+def probe_ahead(patches: dict[str, Any]) -> None:
+    """:func:`start_probes`, then wait for the background probes
+    (benchmarks/isa_probes.py times them alone this way)."""
     start_probes(patches)
     wait_for_probes()
 
 
 def wait_for_probes() -> None:
-    """Return once no probe started here is running."""
+    """Return once the background probes started here are done."""
     done = _running
     if done is not None:
         done.wait()
 
 
 _state = threading.Lock()                  # (guards _running, _installed and the module global)
-_running: threading.Event | None = None    # (set when the probes in flight are done)
-_installed: tuple | None = None            # (inductor's module, its function, the gate standing in for it)
-_probe_threads = threading.local()         # (marks the probe threads: the gate never makes them wait)
+_running: threading.Event | None = None    # (set when the background probes are done)
+_installed: tuple | None = None            # (inductor's module, its function, the one standing in for it)
+
+
+class _Answers:
+    """Each candidate's ``bool(isa)``, computed once, by one thread."""
+
+    def __init__(self, isas: list, context: contextvars.Context):
+        self.isas = isas
+        self.context = context          # (copied for each probe: a context is entered by one thread at a time)
+        self.futures: dict = {}
+        self.lock = threading.Lock()
+
+    def get(self, k: int) -> bool:
+        with self.lock:
+            fut = self.futures.get(k)
+            mine = fut is None
+            if mine:
+                fut = self.futures[k] = Future()
+        if mine:
+            try:
+                fut.set_result(self.context.copy().run(bool, self.isas[k]))
+            except BaseException as e:
+                with self.lock:
+                    del self.futures[k]   # (the next reader asks again: inductor raises as it would)
+                fut.set_exception(e)
+                raise
+        return fut.result()
+
+
+class LazyValidList(list):
+    """Inductor's ``valid_vec_isa_list()``, item by item as it is read.
+
+    Its items are the candidates (inductor's ``supported_vec_isa_list``
+    entries the CPU reports, in that order) whose probe passes; the probes
+    run as the reads get to them.  Reads that need the whole list fill it
+    first, so every answer is the list inductor would have returned."""
+
+    def __init__(self, answers: _Answers):
+        super().__init__()
+        self._answers = answers
+        self._next = 0                  # (the first candidate not yet looked at)
+        self._fill_lock = threading.RLock()
+
+    def _fill(self, n: "int | None") -> None:
+        """Look at candidates until ``n`` items are known (None: all)."""
+        with self._fill_lock:
+            while (n is None or list.__len__(self) < n) and self._next < len(self._answers.isas):
+                k = self._next
+                if self._answers.get(k):
+                    list.append(self, self._answers.isas[k])
+                self._next = k + 1
+
+    def __iter__(self):
+        i = 0
+        while True:
+            self._fill(i + 1)
+            if i >= list.__len__(self):
+                return
+            yield list.__getitem__(self, i)
+            i += 1
+
+    def __getitem__(self, i):
+        self._fill(i + 1 if isinstance(i, int) and i >= 0 else None)
+        return list.__getitem__(self, i)
+
+    def __bool__(self) -> bool:
+        self._fill(1)
+        return list.__len__(self) > 0
+
+    def __len__(self) -> int:
+        self._fill(None)
+        return list.__len__(self)
+
+    def __reduce_ex__(self, protocol):
+        self._fill(None)
+        return (list, (list(list.__iter__(self)),))
+
+
+def _whole(name: str):
+    base = getattr(list, name)
+
+    @functools.wraps(base)
+    def method(self, *args, **kwargs):
+        self._fill(None)
+        return base(self, *args, **kwargs)
+    return method
+
+
+for _name in ("__contains__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__repr__",
+              "__reversed__", "__add__", "__mul__", "__rmul__", "copy", "count", "index"):
+    setattr(LazyValidList, _name, _whole(_name))
+del _name
 
 
 def _start(patches: dict[str, Any]) -> None:
@@ -105,8 +203,8 @@ def _start(patches: dict[str, Any]) -> None:
     from torch._inductor import config, cpu_vec_isa
 
     with _state:
-        if _running is not None:
-            return   # (a compile on another thread started them: the gate covers this one too)
+        if _installed is not None:
+            return   # (installed by an earlier compile: its list serves this one too)
         inductors = cpu_vec_isa.valid_vec_isa_list
         cache_info = getattr(inductors, "cache_info", None)
         if cache_info is None or cache_info().currsize:
@@ -115,76 +213,64 @@ def _start(patches: dict[str, Any]) -> None:
             if config.cpp.vec_isa_ok is not None or config.is_fbcode():
                 return
             isas = _candidates(cpu_vec_isa)
-            # (one thread per ISA, not per core: the probes share the cores with the compile, and
-            # a third ISA waiting for a free thread would be the last thing the compile waits for)
-            workers = len(isas)
-            if workers < 2 or (os.cpu_count() or 1) < 2:
+            if not isas:
                 return
-            # (inductor's config overrides are per thread (context variables): each probe runs in
-            # a copy of this thread's context, so it sees the compile's settings, the compiler to
-            # use among them; a context is entered by one thread at a time, hence one copy each)
-            contexts = [contextvars.copy_context() for _ in isas]
-            list_context = contextvars.copy_context()
+            # (inductor's config overrides are per thread (context variables): the probes run in
+            # copies of this thread's context, so they see the compile's settings, the compiler to
+            # use among them, as inductor's cached list sees those of its first caller)
+            answers = _Answers(isas, contextvars.copy_context())
+        lazy = LazyValidList(answers)
+
+        @functools.wraps(inductors)
+        def valid_vec_isa_list():
+            return lazy
+
+        def cache_clear():
+            with _state:
+                _remove()
+            inductors.cache_clear()
+
+        valid_vec_isa_list.cache_clear = cache_clear
+        valid_vec_isa_list.cache_info = inductors.cache_info
         done = threading.Event()
-        gate = _gate(inductors, done)
-        cpu_vec_isa.valid_vec_isa_list = gate
-        _running, _installed = done, (cpu_vec_isa, inductors, gate)
-    threading.Thread(target=_probe, args=(done, isas, contexts, workers, inductors, list_context),
-                     name="armature-isa-probes", daemon=True).start()
+        cpu_vec_isa.valid_vec_isa_list = valid_vec_isa_list
+        _running, _installed = done, (cpu_vec_isa, inductors, valid_vec_isa_list)
+    threading.Thread(target=_probe, args=(done, lazy), name="armature-isa-probes", daemon=True).start()
 
 
-def _gate(inductors, done: threading.Event):
-    @functools.wraps(inductors)
-    def valid_vec_isa_list():
-        if not getattr(_probe_threads, "active", False):
-            done.wait()
-        return inductors()
-    return valid_vec_isa_list
-
-
-def _probe(done: threading.Event, isas: list, contexts: list, workers: int, inductors, list_context) -> None:
-    answers: list = []
+def _probe(done: threading.Event, lazy: LazyValidList) -> None:
+    """The probes of the default read (candidates in order until one
+    passes), in the background."""
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="armature-isa-probe",
-                                initializer=_mark_probe_thread) as pool:
-            futures = [pool.submit(ctx.run, bool, isa) for ctx, isa in zip(contexts, isas)]
-            answers = [f.result() for f in futures]
-        # (inductor's list itself, from the cached answers, before the gate opens: a later compile
-        # then finds it known and starts nothing, even if this one never generated C++ code)
-        list_context.run(inductors)
-        log_perf.debug("inductor CPU ISA probes run on %d threads: %s", workers,
-                       ", ".join(f"{isa}={ok}" for isa, ok in zip(isas, answers)))
-    except Exception as e:  # noqa: BLE001 - inductor probes what is not cached by itself
-        log_perf.debug("inductor CPU ISA probes left to inductor (%s: %s)", type(e).__name__, e)
+        best = lazy[0] if lazy else None
+        log_perf.debug("inductor CPU ISA probes behind the compile: %s passes, %d of %d candidates probed",
+                       best, lazy._next, len(lazy._answers.isas))
+    except Exception as e:  # noqa: BLE001 - the reader asks again (and sees inductor's error)
+        log_perf.debug("inductor CPU ISA probe failed in the background (%s: %s); left to the reader",
+                       type(e).__name__, e)
     finally:
-        with _state:
-            _remove_gate()
         done.set()
 
 
-def _mark_probe_thread() -> None:
-    _probe_threads.active = True
-
-
-def _remove_gate() -> None:
-    """Put inductor's function back (unless someone replaced the gate since)."""
+def _remove() -> None:
+    """Put inductor's function back (unless someone replaced ours since)."""
     global _running, _installed
     if _installed is not None:
-        module, inductors, gate = _installed
-        if module.valid_vec_isa_list is gate:
+        module, inductors, ours = _installed
+        if module.valid_vec_isa_list is ours:
             module.valid_vec_isa_list = inductors
     _running = _installed = None
 
 
 def _after_fork_in_child() -> None:
-    """A process forked while the probes ran has the gate but not the probe
-    threads that would open it: it gets inductor's function back (and probes
-    by itself if it compiles)."""
+    """A process forked while the probes ran has our list but not the probe
+    thread that would answer it: it gets inductor's function back (and
+    probes by itself if it compiles)."""
     global _state
     _state = threading.Lock()
-    _remove_gate()
+    if _running is not None and not _running.is_set():
+        _remove()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
