@@ -238,3 +238,20 @@ def test_which_graphs_want_cpu_probes():
     assert wants_cpu_probes([3, 4.0])                       # no tensor input: factories make CPU tensors
     assert wants_cpu_probes([torch.ones(2, device="meta"), torch.ones(1)])
     assert not wants_cpu_probes([torch.ones(2, device="meta")])   # (a device other than the CPU)
+
+
+@x86_only
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU the probes wait for a graph with CPU tensors")
+def test_a_compile_without_a_gpu_starts_the_probes_before_tracing(tmp_path):
+    """The inductor backend's ``prepare`` (called at a cache miss, before
+    the frame is traced) starts the probes in a process without a GPU,
+    under the compile's options."""
+    out = _run("""
+        from armature.backends import lookup_backend
+        lookup_backend("inductor", options={"cpp.vec_isa_ok": True}).prepare()   # (the answer is set: nothing)
+        set_by_options = len(calls)
+        lookup_backend("inductor").prepare()
+        wait_for_probes()
+        print(json.dumps({"set_by_options": set_by_options, "threads": sorted({t for _, t in calls})}))
+    """, tmp_path)
+    assert out == {"set_by_options": 0, "threads": ["armature-isa-probes"]}

@@ -73,7 +73,9 @@ def register_backend(
     options eagerly, at lookup time, by raising ``ValueError``.
     ``prepare()`` is called by the runtime when a compile with this backend
     starts, before tracing: work that the backend will wait for later
-    (inductor's compile workers) gets started while the frame is traced.
+    (inductor's compile workers, its CPU ISA probes) gets started while the
+    frame is traced.  A ``prepare`` that takes ``mode``/``options`` keyword
+    arguments is given the compile's, as the backend is.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"backend name must be a non-empty str, got {name!r}")
@@ -136,7 +138,7 @@ class _Backend:
         compiles, never the trace's."""
         if self._prepare is not None:
             try:
-                self._prepare()
+                self._prepare(**{k: v for k, v in self.kwargs.items() if _accepts_kwarg(self._prepare, k)})
             except Exception as e:  # noqa: BLE001 - an optimisation only
                 from ..diagnostics import logs
                 logs.artifact("perf").debug("backend %r: preparing failed (%s: %s)", self.name, type(e).__name__, e)

@@ -99,20 +99,38 @@ def warm_compile_workers(patches: dict[str, Any] | None = None) -> None:
 def _triton_kernels_possible(patches: dict[str, Any]) -> bool:
     """Whether inductor may generate Triton kernels in this process: a GPU
     it drives with Triton is present, or the CPU backend is Triton."""
-    for name in ("cuda", "xpu", "mtia"):
-        device = getattr(torch, name, None)
-        try:
-            if device is not None and device.is_available():
-                return True
-        except Exception:  # noqa: BLE001 - unsure: warm the pool, as torch.compile would
-            return True
-    return setting("cpu_backend", patches) == "triton"
+    return _accelerator_present() or setting("cpu_backend", patches) == "triton"
 
 
 _workers_started = False   # (the pool lives as long as the process: started once)
 
 
-@register_backend("inductor", check_options=check_options, prepare=warm_compile_workers)
+def prepare(mode: str | None = None, options: dict[str, Any] | None = None) -> None:
+    """What a compile starts before its frame is traced (the registry's
+    ``prepare``): the Triton worker pool where it will be used, and, in a
+    process without a GPU (where every graph inductor compiles is a CPU
+    graph), the CPU ISA probes its first C++ kernel will wait for, so that
+    they build while armature traces (backends/cpu_isa_probes.py; with a
+    GPU they start once a graph with CPU tensors reaches the backend)."""
+    patches = config_patches(mode, options)
+    warm_compile_workers(patches)
+    if not _accelerator_present():
+        from .cpu_isa_probes import start_probes
+        start_probes(patches)
+
+
+def _accelerator_present() -> bool:
+    for name in ("cuda", "xpu", "mtia"):
+        device = getattr(torch, name, None)
+        try:
+            if device is not None and device.is_available():
+                return True
+        except Exception:  # noqa: BLE001 - unsure: leave the probes to the backend call
+            return True
+    return False
+
+
+@register_backend("inductor", check_options=check_options, prepare=prepare)
 def inductor(
     gm: torch.fx.GraphModule,
     example_inputs: list[Any],
