@@ -272,7 +272,7 @@ def _graph_stats(compiler: str, cm) -> tuple[int, int]:
 
 
 def steady(model: str, depth: int, rounds: int, threads: int, options: dict | None = None,
-           regions: str = "auto") -> dict:
+           regions: str = "auto", channels: int | None = None) -> dict:
     """Steady-state speed in one process: armature without and with
     regions and torch.compile, compiled once each, then timed in
     interleaved rounds (each round calls every variant ``--iters``-free
@@ -282,7 +282,7 @@ def steady(model: str, depth: int, rounds: int, threads: int, options: dict | No
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     cls, make_inputs = _models(marked=False)[model]
-    m = cls(depth).eval()
+    m = (cls(depth) if channels is None else cls(depth, c=channels)).eval()
     inputs = make_inputs()
     variants = {}
     with torch.no_grad():
@@ -303,6 +303,7 @@ def steady(model: str, depth: int, rounds: int, threads: int, options: dict | No
                 times[name].append((time.perf_counter() - t0) / 10)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     return {"model": model, "depth": depth, "threads": threads, "options": options, "regions": regions,
+            "channels": channels,
             "median_ms": med,
             "regions/armature": med["armature+regions"] / med["armature"],
             "regions/torch.compile": med["armature+regions"] / med["torch.compile"],
@@ -377,6 +378,9 @@ def main(argv=None) -> None:
                     help="steady-state speed only: the variants in one process, interleaved rounds")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--channels", type=int,
+                    help="--steady, --models resnet: the blocks' channels (64 by default); wider blocks have "
+                         "larger convolution weights (graph/region_layouts.py merges up to 1 MiB each)")
     ap.add_argument("--regions", default="auto", choices=("auto", "always"),
                     help="--steady: armature's regions setting for the armature+regions variant")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -389,7 +393,7 @@ def main(argv=None) -> None:
             for depth in (int(d) for d in a.depths.split(",")):
                 with tempfile.TemporaryDirectory(prefix="regions-bench-") as cache:
                     os.environ.update(TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0")
-                    r = steady(model, depth, a.rounds, a.threads, options, a.regions)
+                    r = steady(model, depth, a.rounds, a.threads, options, a.regions, a.channels)
                     print(json.dumps(r), flush=True)
         return
     if a.child:
