@@ -49,7 +49,6 @@ import contextvars
 import functools
 import os
 import threading
-from concurrent.futures import Future
 from typing import Any
 
 import torch
@@ -107,54 +106,31 @@ _running: threading.Event | None = None    # (set when the background probes are
 _installed: tuple | None = None            # (inductor's module, its function, the one standing in for it)
 
 
-class _Answers:
-    """Each candidate's ``bool(isa)``, computed once, by one thread."""
-
-    def __init__(self, isas: list, context: contextvars.Context):
-        self.isas = isas
-        self.context = context          # (copied for each probe: a context is entered by one thread at a time)
-        self.futures: dict = {}
-        self.lock = threading.Lock()
-
-    def get(self, k: int) -> bool:
-        with self.lock:
-            fut = self.futures.get(k)
-            mine = fut is None
-            if mine:
-                fut = self.futures[k] = Future()
-        if mine:
-            try:
-                fut.set_result(self.context.copy().run(bool, self.isas[k]))
-            except BaseException as e:
-                with self.lock:
-                    del self.futures[k]   # (the next reader asks again: inductor raises as it would)
-                fut.set_exception(e)
-                raise
-        return fut.result()
-
-
 class LazyValidList(list):
     """Inductor's ``valid_vec_isa_list()``, item by item as it is read.
 
     Its items are the candidates (inductor's ``supported_vec_isa_list``
     entries the CPU reports, in that order) whose probe passes; the probes
     run as the reads get to them.  Reads that need the whole list fill it
-    first, so every answer is the list inductor would have returned."""
+    first, so every answer is the list inductor would have returned.  One
+    lock covers the probes: each candidate is probed once, by one thread,
+    and a probe that raises leaves it to the next reader."""
 
-    def __init__(self, answers: _Answers):
+    def __init__(self, isas: list, context: contextvars.Context):
         super().__init__()
-        self._answers = answers
+        self._isas = isas
+        self._context = context         # (copied for each probe: a context is entered by one thread at a time)
         self._next = 0                  # (the first candidate not yet looked at)
         self._fill_lock = threading.RLock()
 
     def _fill(self, n: "int | None") -> None:
         """Look at candidates until ``n`` items are known (None: all)."""
         with self._fill_lock:
-            while (n is None or list.__len__(self) < n) and self._next < len(self._answers.isas):
-                k = self._next
-                if self._answers.get(k):
-                    list.append(self, self._answers.isas[k])
-                self._next = k + 1
+            while (n is None or list.__len__(self) < n) and self._next < len(self._isas):
+                isa = self._isas[self._next]
+                if self._context.copy().run(bool, isa):
+                    list.append(self, isa)
+                self._next += 1
 
     def __iter__(self):
         i = 0
@@ -218,8 +194,7 @@ def _start(patches: dict[str, Any]) -> None:
             # (inductor's config overrides are per thread (context variables): the probes run in
             # copies of this thread's context, so they see the compile's settings, the compiler to
             # use among them, as inductor's cached list sees those of its first caller)
-            answers = _Answers(isas, contextvars.copy_context())
-        lazy = LazyValidList(answers)
+            lazy = LazyValidList(isas, contextvars.copy_context())
 
         @functools.wraps(inductors)
         def valid_vec_isa_list():
@@ -244,7 +219,7 @@ def _probe(done: threading.Event, lazy: LazyValidList) -> None:
     try:
         best = lazy[0] if lazy else None
         log_perf.debug("inductor CPU ISA probes behind the compile: %s passes, %d of %d candidates probed",
-                       best, lazy._next, len(lazy._answers.isas))
+                       best, lazy._next, len(lazy._isas))
     except Exception as e:  # noqa: BLE001 - the reader asks again (and sees inductor's error)
         log_perf.debug("inductor CPU ISA probe failed in the background (%s: %s); left to the reader",
                        type(e).__name__, e)
