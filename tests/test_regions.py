@@ -510,11 +510,27 @@ class ConvStack(nn.Module):
         return self.blocks(x).mean((2, 3))
 
 
+def _outer_nodes(compiled):
+    return [n for e in armature.cache_entries(compiled) if e.graph_module is not None
+            for n in e.graph_module.graph.nodes]
+
+
 def hoisted(compiled) -> int:
     """Channels-last weight copies made in the outer graph (region_layouts.py)."""
-    return sum(1 for e in armature.cache_entries(compiled) if e.graph_module is not None
-               for n in e.graph_module.graph.nodes
-               if n.target is torch.Tensor.contiguous and n.kwargs.get("memory_format") is torch.channels_last)
+    return sum(1 for n in _outer_nodes(compiled)
+               if n.target is torch.Tensor.contiguous and n.kwargs.get("memory_format") is torch.channels_last
+               and n.args[0].op == "get_attr")
+
+
+def layout_copies(compiled) -> tuple:
+    """``(into, back)``: the outer graph's channels-last copies of
+    activations going into a merged block, and its copies of a merged
+    block's channels-last result back into the traced strides."""
+    into = sum(1 for n in _outer_nodes(compiled)
+               if n.target is torch.Tensor.contiguous and n.kwargs.get("memory_format") is torch.channels_last
+               and n.args[0].op != "get_attr")
+    back = sum(1 for n in _outer_nodes(compiled) if n.target is torch.clone)
+    return into, back
 
 
 class TorchvisionStyleBlock(nn.Module):
@@ -559,6 +575,52 @@ def test_convolution_blocks_merge_on_cpu_with_channels_last_weights():
 
 
 @pytest.mark.inductor
+def test_merged_convolution_blocks_pass_activations_channels_last():
+    """Between two merged convolution blocks the activation stays
+    channels-last (what the convolutions make and want): the outer graph
+    converts it once, into the first block, and copies it back into the
+    traced strides only where later code reads it (the mean)."""
+    x = torch.randn(2, 4, 6, 6)
+    cm = check_inference(ConvStack().eval(), x, backend="inductor")
+    assert calls(cm) == 3 and layout_copies(cm) == (1, 1)
+    cm = armature.compile(FeatureStack(ConvBlock).eval(), backend="inductor")
+    with torch.no_grad():
+        cm(x)
+    assert calls(cm) == 3 and layout_copies(cm) == (3, 3)   # (every block's output is returned: copies stay)
+
+
+class WrittenBetweenBlocks(nn.Module):
+    """Writes each block's result in place (itself or through a view)
+    before the next block reads it."""
+
+    def __init__(self, how):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(ConvBlock() for _ in range(3))
+        self.how = how
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+            if self.how == "inplace":
+                x.mul_(0.5)
+            else:
+                x[:, 1] += 1.0
+        return x
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("how", ["inplace", "view"])
+def test_a_block_result_written_in_place_reaches_the_next_block_written(how):
+    """The channels-last result and its copy in the traced strides are two
+    buffers: when code between two blocks writes the copy, the next block
+    must read the written copy, not the block's result."""
+    x = torch.randn(2, 4, 6, 6)
+    cm = check_inference(WrittenBetweenBlocks(how).eval(), x, backend="inductor")
+    assert calls(cm) == 3 and layout_copies(cm) == (3, 3)
+
+
+@pytest.mark.inductor
 @pytest.mark.parametrize("block", [TorchvisionStyleBlock, ConvBlock])
 def test_merged_convolution_blocks_keep_every_output_stride(block):
     """A convolution given a channels-last weight returns a channels-last
@@ -570,7 +632,7 @@ def test_merged_convolution_blocks_keep_every_output_stride(block):
     cm = armature.compile(m, backend="inductor")
     with torch.no_grad():
         got, ref = cm(x), m(x)
-    assert calls(cm) == 3 and hoisted(cm) == 6
+    assert calls(cm) == 3 and hoisted(cm) == 6 and layout_copies(cm) == (3, 3)
     for g, r in zip(got, ref):
         torch.testing.assert_close(g, r)
         assert g.stride() == r.stride()

@@ -62,8 +62,8 @@ import torch
 import torch.fx
 
 from ..diagnostics import logs
-from .region_layouts import (ConvolutionLayouts, channels_last, convolution_layouts, hoist_weights, is_convolution,
-                             keep_output_layouts)
+from .region_layouts import (ConvolutionLayouts, carried_val, channels_last, convert_inputs, convolution_layouts,
+                             is_convolution, output_layouts, restore_layout, settle_layouts)
 
 log = logs.artifact("regions")
 
@@ -267,6 +267,7 @@ def _merge(gm, graph, config, backend):
                 replaced += _merge_group(out, val_map, sym_nodes, rs, counter, layouts, auto)
     if not replaced:
         return None
+    settle_layouts(out)
     out.graph.lint()
     out.recompile()
     return out
@@ -383,7 +384,7 @@ def _candidate(node_map, sym_nodes, r: _Record, alive: dict, nodes_in_order: lis
     c = _Candidate()
     c.nodes, c.outputs = nodes, outputs
     c.inputs = [sym_nodes[s] for s in symbols if sym_nodes[s] not in slot] + inputs
-    c.hoist = layouts.weights_to_hoist(nodes, c.inputs, outputs)
+    c.hoist = layouts.inputs_to_convert(nodes, c.inputs, outputs)
     if c.hoist is None:
         if auto and not r.marked:
             conv = next(n for n in nodes if is_convolution(n))
@@ -539,7 +540,7 @@ def _subgraph(c: _Candidate) -> torch.fx.GraphModule:
         env[n] = g.node_copy(n, env.__getitem__)
     results = [env[o] for o in c.outputs]
     if c.hoist:
-        results = keep_output_layouts(g, results, [o.meta["val"] for o in c.outputs])
+        results = output_layouts(g, results, [o.meta["val"] for o in c.outputs])
     g.output(tuple(results))
     return torch.fx.GraphModule(torch.nn.Module(), g, class_name="RepeatedBlock")
 
@@ -550,19 +551,23 @@ def _replace(gm, c: _Candidate, name: str) -> dict:
     last = c.nodes[-1]
     with g.inserting_after(last):
         attr = g.get_attr(name)
-    inputs, prev = hoist_weights(gm, attr, c.inputs, c.hoist)
+    inputs, prev = convert_inputs(gm, attr, c.inputs, c.hoist)
     with g.inserting_after(prev):
         call = g.call_function(invoke_subgraph, (attr, name, *inputs))
-    vals = tuple(o.meta["val"] for o in c.outputs)
+    vals = tuple(carried_val(o.meta["val"]) if c.hoist else o.meta["val"] for o in c.outputs)
     call.meta["val"] = call.meta["example_value"] = vals
     prev = call
     renamed = {}
     for k, o in enumerate(c.outputs):
         with g.inserting_after(prev):
             item = g.call_function(operator.getitem, (call, k))
-        item.meta.update({key: o.meta[key] for key in ("val", "example_value") if key in o.meta})
-        o.replace_all_uses_with(item, delete_user_cb=lambda u, members=set(c.nodes): u not in members)
+        item.meta["val"] = item.meta["example_value"] = vals[k]
         prev = item
+        if c.hoist:   # (the result is channels-last: later code gets it in its traced strides)
+            item = prev = restore_layout(gm, item, o.meta)
+        else:
+            item.meta.update({key: o.meta[key] for key in ("val", "example_value") if key in o.meta})
+        o.replace_all_uses_with(item, delete_user_cb=lambda u, members=set(c.nodes): u not in members)
         renamed[o] = item
     for n in reversed(c.nodes):
         g.erase_node(n)
