@@ -32,7 +32,7 @@ fresh ``TORCHINDUCTOR_CACHE_DIR`` and the FX graph cache off (cold caches),
 Usage:  python benchmarks/regions.py [--models gpt2,llama] [--depths 2,12,24]
         [--compilers armature,armature+regions,torch.compile,torch.compile+ncr]
         [--reps 3] [--iters 20] [--json PATH]
-        python benchmarks/regions.py --steady [--models ...] [--depths ...] [--rounds 15] [--threads 1]
+        python benchmarks/regions.py --steady [--models ...] [--depths ...] [--rounds 30] [--threads 1]
         (``./dev suite --regions [args]``)
 """
 from __future__ import annotations
@@ -307,7 +307,18 @@ def steady(model: str, depth: int, rounds: int, threads: int, options: dict | No
             "median_ms": med,
             "regions/armature": med["armature+regions"] / med["armature"],
             "regions/torch.compile": med["armature+regions"] / med["torch.compile"],
+            "paired regions/armature": _paired(times["armature+regions"], times["armature"]),
+            "paired regions/torch.compile": _paired(times["armature+regions"], times["torch.compile"]),
             "load": os.getloadavg()[0]}
+
+
+def _paired(a: list, b: list) -> dict:
+    """The ratios of two variants' times round by round (the same round ran
+    both, back to back): their median and quartiles.  A machine whose speed
+    drifts during a run (a shared host) moves both times of a round alike,
+    so these vary less from run to run than the ratio of the two medians."""
+    r = sorted(x / y for x, y in zip(a, b))
+    return {"median": statistics.median(r), "q1": r[len(r) // 4], "q3": r[(3 * len(r)) // 4]}
 
 
 def _warm_up() -> None:
@@ -376,7 +387,7 @@ def main(argv=None) -> None:
                     help="skip the throw-away first child (see _warm_up)")
     ap.add_argument("--steady", action="store_true",
                     help="steady-state speed only: the variants in one process, interleaved rounds")
-    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--channels", type=int,
                     help="--steady, --models resnet: the blocks' channels (64 by default); wider blocks have "
