@@ -41,10 +41,14 @@ class Stack(nn.Module):
         return self.head(x)
 
 
+def _outer_nodes(compiled):
+    return [n for e in armature.cache_entries(compiled) if e.graph_module is not None
+            for n in e.graph_module.graph.nodes]
+
+
 def calls(compiled) -> int:
     """invoke_subgraph calls in the compiled entries' graphs."""
-    return sum(1 for e in armature.cache_entries(compiled) if e.graph_module is not None
-               for n in e.graph_module.graph.nodes if n.target is INVOKE)
+    return sum(1 for n in _outer_nodes(compiled) if n.target is INVOKE)
 
 
 def subgraphs(compiled) -> int:
@@ -508,11 +512,6 @@ class ConvStack(nn.Module):
 
     def forward(self, x):
         return self.blocks(x).mean((2, 3))
-
-
-def _outer_nodes(compiled):
-    return [n for e in armature.cache_entries(compiled) if e.graph_module is not None
-            for n in e.graph_module.graph.nodes]
 
 
 def hoisted(compiled) -> int:

@@ -170,8 +170,9 @@ def output_layouts(g: torch.fx.Graph, results: list, vals: list) -> list:
     outer graph."""
     out = []
     for r, v in zip(results, vals):
-        c = g.call_function(torch.clone, (r,), {"memory_format": _dense_format(carried_val(v))})
-        c.meta["val"] = c.meta["example_value"] = carried_val(v)
+        v = carried_val(v)
+        c = g.call_function(torch.clone, (r,), {"memory_format": _dense_format(v)})
+        c.meta["val"] = c.meta["example_value"] = v
         out.append(c)
     return out
 
@@ -183,19 +184,21 @@ def carried_val(v: torch.Tensor) -> torch.Tensor:
     return channels_last(v) if _carried(v) else v
 
 
-def restore_layout(gm: torch.fx.GraphModule, item: torch.fx.Node, traced: dict) -> torch.fx.Node:
-    """A copy of the block's result ``item`` in the strides it had when
-    traced (``traced``: its meta), made right after ``item``, for the code
-    after the block: the user and the rest of the graph see eager's
-    strides.  :func:`settle_layouts` removes it where only the next
-    block's channels-last conversion reads it."""
-    v = traced["val"]
-    if not _carried(v):
-        item.meta.update({key: traced[key] for key in ("val", "example_value") if key in traced})
+def restore_layout(gm: torch.fx.GraphModule, item: torch.fx.Node) -> torch.fx.Node:
+    """For the block's result ``item`` (its meta: the value as traced):
+    when the block returns it channels-last (:func:`carried_val`), ``item``
+    gets that value's meta and a copy in the traced strides is made right
+    after it, for the code after the block (the user and the rest of the
+    graph see eager's strides); :func:`settle_layouts` removes the copy
+    where only the next block's channels-last conversion reads it.  The
+    node later code should read is returned."""
+    traced = {key: item.meta[key] for key in ("val", "example_value") if key in item.meta}
+    if not _carried(traced["val"]):
         return item
+    item.meta["val"] = item.meta["example_value"] = channels_last(traced["val"])
     with gm.graph.inserting_after(item):
-        r = gm.graph.call_function(torch.clone, (item,), {"memory_format": _dense_format(v)})
-    r.meta.update({key: traced[key] for key in ("val", "example_value") if key in traced})
+        r = gm.graph.call_function(torch.clone, (item,), {"memory_format": _dense_format(traced["val"])})
+    r.meta.update(traced)
     r.meta[_RESTORES] = True
     return r
 

@@ -561,12 +561,10 @@ def _replace(gm, c: _Candidate, name: str) -> dict:
     for k, o in enumerate(c.outputs):
         with g.inserting_after(prev):
             item = g.call_function(operator.getitem, (call, k))
-        item.meta["val"] = item.meta["example_value"] = vals[k]
+        item.meta.update({key: o.meta[key] for key in ("val", "example_value") if key in o.meta})
         prev = item
-        if c.hoist:   # (the result is channels-last: later code gets it in its traced strides)
-            item = prev = restore_layout(gm, item, o.meta)
-        else:
-            item.meta.update({key: o.meta[key] for key in ("val", "example_value") if key in o.meta})
+        if c.hoist:   # (a channels-last result: later code gets it in its traced strides)
+            item = prev = restore_layout(gm, item)
         o.replace_all_uses_with(item, delete_user_cb=lambda u, members=set(c.nodes): u not in members)
         renamed[o] = item
     for n in reversed(c.nodes):
