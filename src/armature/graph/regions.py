@@ -40,7 +40,8 @@ are the backend's to lay out (inductor's layout optimization, on by
 default, runs them channels-last): where inductor always does so (CPU with
 oneDNN), a merged block's conv2d weights are made channels-last in the outer
 graph before each call (region_layouts.py: the copy inductor makes inside
-a graph, moved to where its buffers are reused); under "auto", a module
+a graph, moved to where its buffers are reused), and activations pass from
+one merged block to the next channels-last, as inlined; under "auto", a module
 call with any other convolution, or on a device where inductor decides
 layouts per graph (CUDA), stays inlined (torchvision's ResNet at 12 blocks,
 CPU, merged without the hoisting: 1.45x slower per call than inlined).
