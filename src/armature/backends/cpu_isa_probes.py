@@ -27,7 +27,11 @@ probe, the others' answers change nothing.  So:
   compiler among it, as inductor's ``functools.cache`` freezes them at its
   first call).
 * **Behind the compile.**  A background thread starts at once on the probes
-  the default read needs (candidates in order until one passes) while the
+  the pick needs -- it runs inductor's own ``pick_vec_isa`` over the lazy
+  list, under the compile's settings, so it reads exactly what the compile's
+  pick will read: the first valid candidate by default, on to the ISA that
+  ``ATEN_CPU_CAPABILITY`` or ``cpp.simdlen`` names otherwise, whatever the
+  machine's candidates are (AMX, AVX-512, AVX2-only, ...) -- while the
   compiling thread traces the rest of the way, runs AOTAutograd and
   inductor's lowering, none of which needs the answer; a read waits for the
   probe it needs (or runs it, if nobody has).  A probe changes its ISA
@@ -76,7 +80,7 @@ def _candidates(cpu_vec_isa) -> list:
 
 
 def start_probes(patches: dict[str, Any]) -> None:
-    """Start the ISA probes inductor's default read needs on a background
+    """Start the ISA probes inductor's pick needs on a background
     thread, under the inductor config overrides ``patches`` (a
     ``cpp.vec_isa_ok`` given in ``options`` wins, as it does inside
     ``compile_fx``), and return; inductor's reads of the list wait for the
@@ -210,16 +214,19 @@ def _start(patches: dict[str, Any]) -> None:
         done = threading.Event()
         cpu_vec_isa.valid_vec_isa_list = valid_vec_isa_list
         _running, _installed = done, (cpu_vec_isa, inductors, valid_vec_isa_list)
-    threading.Thread(target=_probe, args=(done, lazy), name="armature-isa-probes", daemon=True).start()
+    threading.Thread(target=_probe, args=(done, lazy, cpu_vec_isa.pick_vec_isa), name="armature-isa-probes",
+                     daemon=True).start()
 
 
-def _probe(done: threading.Event, lazy: LazyValidList) -> None:
-    """The probes of the default read (candidates in order until one
-    passes), in the background."""
+def _probe(done: threading.Event, lazy: LazyValidList, pick) -> None:
+    """The probes the compile's pick will need, in the background: inductor's
+    own ``pick_vec_isa`` run over the lazy list in a copy of the compile's
+    context (its config overrides, ``cpp.simdlen`` among them), so the
+    candidates probed are those the pick reads and no more."""
     try:
-        best = lazy[0] if lazy else None
-        log_perf.debug("inductor CPU ISA probes behind the compile: %s passes, %d of %d candidates probed",
-                       best, lazy._next, len(lazy._isas))
+        picked = lazy._context.copy().run(pick)
+        log_perf.debug("inductor CPU ISA probes behind the compile: picks %s, %d of %d candidates probed",
+                       picked, lazy._next, len(lazy._isas))
     except Exception as e:  # noqa: BLE001 - the reader asks again (and sees inductor's error)
         log_perf.debug("inductor CPU ISA probe failed in the background (%s: %s); left to the reader",
                        type(e).__name__, e)
