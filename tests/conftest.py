@@ -19,6 +19,28 @@ sys.path.insert(0, os.path.dirname(__file__))
 from helpers import USING_TORCH  # noqa: E402
 
 
+def _stub_cpu_isa() -> "list[str] | None":
+    """ARMATURE_TEST_CPU_ISA (tests/machine_stubs/sitecustomize.py): run as if
+    on another CPU, in this process and in every interpreter a test starts."""
+    if not os.environ.get("ARMATURE_TEST_CPU_ISA"):
+        return None
+    import importlib.util
+
+    stubs = os.path.join(os.path.dirname(__file__), "machine_stubs")
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if stubs not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([stubs] + [p for p in paths if p])
+    spec = importlib.util.spec_from_file_location("armature_test_cpu_stub", os.path.join(stubs, "sitecustomize.py"))
+    started_with_it = getattr(sys.modules.get("sitecustomize"), "__file__", None) == spec.origin
+    stub = sys.modules["sitecustomize"] if started_with_it else importlib.util.module_from_spec(spec)
+    if not started_with_it:
+        spec.loader.exec_module(stub)   # (pytest was not started with the folder on its path)
+    return stub.stubbed_flags()
+
+
+STUBBED_CPU_ISA = _stub_cpu_isa()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "inductor: compiles with the inductor backend (slow: 5-30 s each)")
     config.addinivalue_line("markers", "aot_eager: runs on the aot_eager backend")
@@ -27,7 +49,10 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    return f"armature differential tests: ARMATURE_TEST_IMPL={'torch' if USING_TORCH else 'armature'}"
+    header = f"armature differential tests: ARMATURE_TEST_IMPL={'torch' if USING_TORCH else 'armature'}"
+    if STUBBED_CPU_ISA is not None:
+        header += f"; inductor sees CPU ISA flags {STUBBED_CPU_ISA} (ARMATURE_TEST_CPU_ISA)"
+    return header
 
 
 @pytest.fixture(autouse=True)

@@ -2,9 +2,18 @@
 
 The probes are process-wide and cached, so each check runs in a fresh
 interpreter.  The C++ builds themselves are replaced by a stand-in that
-records which thread asked and answers from a table, so the checks take
-a second, not the seconds of real builds; one test does the real builds and
-compares the answers with inductor's own serial ones.
+records which thread asked and answers from a table (every ISA with VNNI
+fails, the others pass), so the checks take a second, not the seconds of
+real builds; one test does the real builds and compares the answers with
+inductor's own serial ones.
+
+What is expected is read from the machine the test runs on: its candidates
+(inductor's list filtered by the CPU's flags: AMX, AVX-512, AVX2 ...), the
+stand-in's table, and inductor's own pick over its own serial list, which
+also says how far the pick reads (``ATEN_CPU_CAPABILITY`` and
+``cpp.simdlen`` make it read further).  ``ARMATURE_TEST_CPU_ISA=avx2`` or
+``=amx`` runs them as on an AVX2-only or an AMX machine
+(tests/machine_stubs/sitecustomize.py).
 """
 from __future__ import annotations
 
@@ -19,9 +28,22 @@ import pytest
 import torch
 
 from armature.backends.cpu_isa_probes import wants_cpu_probes
+from machine import generous
 
-x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux",
-                              reason="inductor probes several ISAs only on x86 Linux")
+_X86_LINUX = platform.machine() in ("x86_64", "AMD64") and sys.platform == "linux"
+
+
+def _candidates() -> int:
+    """How many ISAs inductor would probe on this machine."""
+    from torch._inductor import cpu_vec_isa
+
+    from armature.backends.cpu_isa_probes import _candidates as candidates
+    return len(candidates(cpu_vec_isa))
+
+
+x86_only = pytest.mark.skipif(not _X86_LINUX or not _candidates(),
+                              reason="inductor probes several ISAs only on x86 Linux, where the CPU reports some"
+                              if not _X86_LINUX else "this x86 CPU reports none of inductor's vector ISAs")
 
 
 def _run(body: str, tmp_path, **env) -> dict:
@@ -38,51 +60,104 @@ def _run(body: str, tmp_path, **env) -> dict:
         from armature.backends.cpu_isa_probes import probe_ahead, start_probes, wait_for_probes
     """) + textwrap.dedent(body)
     full_env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path), **env)
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=full_env)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=generous(120), env=full_env)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def _candidates() -> int:
-    from torch._inductor import cpu_vec_isa
-
-    from armature.backends.cpu_isa_probes import _candidates as candidates
-    return len(candidates(cpu_vec_isa))
 
 
 def _serial_list() -> str:
     """Inductor's own list, computed serially in the same process (the
     ``bool`` answers are cached per ISA, so the stand-in is asked only about
-    the candidates armature left alone)."""
+    the candidates armature left alone); inductor's own pick over it
+    (``inductor_pick``); how many of its items that pick read (``read``, None
+    when it read the whole list); and the machine's candidates."""
     return """
         C.valid_vec_isa_list.cache_clear()
-        serial = [str(i) for i in C.valid_vec_isa_list()]
+        serial_isas = C.valid_vec_isa_list()
+        serial = [str(i) for i in serial_isas]
+
+        class Recording(list):      # (inductor's serial list, noting how far a reader gets)
+            read, whole = 0, False
+            def _upto(self, n):
+                self.read = max(self.read, min(n, list.__len__(self)))
+            def __bool__(self):
+                self._upto(1)
+                return list.__len__(self) > 0
+            def __iter__(self):
+                for i in range(list.__len__(self)):
+                    self._upto(i + 1)
+                    yield list.__getitem__(self, i)
+                self.whole = True
+            def __getitem__(self, i):
+                if isinstance(i, int) and i >= 0:
+                    self._upto(i + 1)
+                else:
+                    self.whole = True
+                return list.__getitem__(self, i)
+            def __len__(self):
+                self.whole = True
+                return list.__len__(self)
+
+        recording = Recording(serial_isas)
+        inductors_function = C.valid_vec_isa_list
+        C.valid_vec_isa_list = lambda: recording
+        inductor_pick = str(C.pick_vec_isa())
+        C.valid_vec_isa_list = inductors_function
+        read = None if recording.whole else recording.read
+        from armature.backends.cpu_isa_probes import _candidates
+        candidates = [str(i) for i in _candidates(C)]
     """
 
 
+_REFERENCE = ("serial", "inductor_pick", "read", "candidates")
+
+
+def _passes(isa: str) -> bool:
+    """The stand-in's table."""
+    return "vnni" not in isa
+
+
+def _probes_the_pick_needs(out: dict) -> list[str]:
+    """The candidates, in order, that a reader of ``out["read"]`` items of
+    the list makes the lazy list probe: up to the last passing one read
+    (all of them when the pick read the whole list)."""
+    needed, passed, probed = out["read"], 0, []
+    for isa in out["candidates"]:
+        if needed is not None and passed >= max(needed, 1):
+            break
+        probed.append(isa)
+        passed += _passes(isa)
+    return probed
+
+
 @x86_only
-def test_only_the_probes_the_pick_needs_run_and_the_answers_are_inductors(tmp_path):
-    """With the stand-in's table (VNNI fails), the default pick needs the
-    first two candidates: the background thread probes those and no more;
+@pytest.mark.parametrize("patches", [{}, {"cpp.simdlen": 256}], ids=["default", "simdlen256"])
+def test_only_the_probes_the_pick_needs_run_and_the_answers_are_inductors(tmp_path, patches):
+    """The background thread probes the candidates the compile's pick reads
+    (with the stand-in's table on this machine's candidates) and no more;
     pick_vec_isa gives inductor's answer, and the whole list read through
     armature's function is inductor's list."""
-    if _candidates() < 3:
-        pytest.skip("fewer than three ISAs to probe: nothing is left unprobed")
-    out = _run("""
-        probe_ahead({})
+    out = _run(f"""
+        from torch._inductor import config
+        probe_ahead({patches!r})
         background = list(calls)
-        picked = str(C.pick_vec_isa())
+        with config.patch({patches!r}):
+            picked = str(C.pick_vec_isa())
         after_pick = len(calls)
         whole = [str(i) for i in C.valid_vec_isa_list()]
-    """ + _serial_list() + """
+    """ + _serial_list().replace("inductor_pick = str(C.pick_vec_isa())", f"""
+        with config.patch({patches!r}):
+            inductor_pick = str(C.pick_vec_isa())""") + """
         print(json.dumps({"background": background, "after_pick": after_pick, "picked": picked,
-                          "whole": whole, "serial": serial, "inductor_pick": str(C.pick_vec_isa())}))
+                          "whole": whole, "serial": serial, "inductor_pick": inductor_pick,
+                          "read": read, "candidates": candidates}))
     """, tmp_path)
-    assert {isa for isa, _ in out["background"]} == {"avx512 avx512_vnni", "avx512"}   # (AVX2 never)
+    # (in order, each once: AVX-512's probe also builds its bf16 check under the same name)
+    assert list(dict.fromkeys(isa for isa, _ in out["background"])) == _probes_the_pick_needs(out)
     assert all(t == "armature-isa-probes" for _, t in out["background"])
     assert out["after_pick"] == len(out["background"])   # (the pick asked nothing more)
-    assert out["picked"] == out["inductor_pick"] == "avx512"
-    assert out["whole"] == out["serial"] and out["whole"] and not any("vnni" in i for i in out["whole"])
+    assert out["picked"] == out["inductor_pick"]
+    assert out["whole"] == out["serial"] == [i for i in out["candidates"] if _passes(i)]
 
 
 @x86_only
@@ -112,7 +187,7 @@ def test_probes_run_behind_the_caller_and_the_pick_waits_for_them(tmp_path):
         finished = []
         def held_check_build(self, code):
             calls.append((str(self), threading.current_thread().name))
-            release.wait(60)
+            release.wait(600)
             finished.append(str(self))
             return "vnni" not in str(self)
         C.VecISA.check_build = held_check_build
@@ -127,14 +202,16 @@ def test_probes_run_behind_the_caller_and_the_pick_waits_for_them(tmp_path):
         reader.join(0.5)
         reader_waited = reader.is_alive()    # (held builds: nobody can have the answer yet)
         release.set()
-        reader.join(60)
+        reader.join(600)
         wait_for_probes()
+        threads = [t for _, t in calls]
+    """ + _serial_list() + """
         print(json.dumps({"finished_at_return": finished_at_return, "reader_waited": reader_waited,
-                          "ours": ours, "picked": picked, "threads": [t for _, t in calls]}))
+                          "ours": ours, "picked": picked, "threads": threads, "inductor_pick": inductor_pick}))
     """, tmp_path)
     assert out["finished_at_return"] == 0 and out["reader_waited"] and out["ours"]
     assert set(out["threads"]) == {"armature-isa-probes"}   # none on the caller's thread
-    assert out["picked"] == ["avx512"]
+    assert out["picked"] == [out["inductor_pick"]]
 
 
 @x86_only
@@ -152,10 +229,10 @@ def test_a_probe_failing_in_the_background_is_asked_again_by_the_reader(tmp_path
         wait_for_probes()
         picked = str(C.pick_vec_isa())
     """ + _serial_list() + """
-        print(json.dumps({"picked": picked, "serial": serial, "threads": [t for _, t in calls]}))
+        print(json.dumps({"picked": picked, "inductor_pick": inductor_pick, "threads": [t for _, t in calls]}))
     """, tmp_path)
     assert out["threads"][0] == "armature-isa-probes" and "MainThread" in out["threads"]
-    assert out["picked"] == out["serial"][0] == "avx512"
+    assert out["picked"] == out["inductor_pick"]
 
 
 @x86_only
@@ -166,19 +243,20 @@ def test_a_process_forked_while_the_probes_run_does_not_wait_for_them(tmp_path):
     itself."""
     out = _run("""
         import os, signal
-        release = threading.Event()
+        release, inside = threading.Event(), threading.Event()
         def held_check_build(self, code):
             calls.append((str(self), threading.current_thread().name))
-            release.wait(60)
+            inside.set()
+            release.wait(600)
             return "vnni" not in str(self)
         C.VecISA.check_build = held_check_build
         inductors = C.valid_vec_isa_list
         start_probes({})
-        time.sleep(0.2)                       # (the probe thread is inside its first, held, build)
+        assert inside.wait(600)               # (the probe thread is inside its first, held, build)
         pid = os.fork()
         if pid == 0:
             release.set()
-            signal.alarm(60)   # (a child stuck waiting dies instead of hanging the test)
+            signal.alarm(600)   # (a child stuck waiting dies instead of hanging the test)
             ok = C.valid_vec_isa_list is inductors and bool(C.valid_vec_isa_list())
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
@@ -225,7 +303,7 @@ def test_real_probes_give_inductors_serial_answers(tmp_path):
             print(json.dumps([str(i) for i in isas] + [str(C.pick_vec_isa())]
                              + [str(getattr(i, "_is_avx512_bf16_supported", None)) for i in isas]))
         """)
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=generous(300),
                            env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache)))
         assert p.returncode == 0, p.stderr[-3000:]
         return json.loads(p.stdout.strip().splitlines()[-1])
