@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from helpers import USING_TORCH
+from machine import generous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +23,7 @@ def run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "src"), env.get("PYTHONPATH")]))
     p = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=generous(timeout))
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}"
     return p
 

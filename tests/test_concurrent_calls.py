@@ -12,6 +12,7 @@ import torch
 
 import armature
 from helpers import armature_only
+from machine import generous
 
 pytestmark = armature_only
 
@@ -49,7 +50,7 @@ def _calls_at_once(fn, make_call):
     for th in threads:
         th.start()
     for th in threads:
-        th.join(timeout=300)
+        th.join(timeout=generous(300))
     assert not any(th.is_alive() for th in threads), "a thread did not finish"
     if errors:
         raise errors[0]

@@ -13,6 +13,7 @@ import torch
 
 import armature
 from helpers import armature_only
+from machine import generous
 
 pytestmark = armature_only
 
@@ -106,8 +107,9 @@ def test_options_cannot_be_deleted():
 
 
 def _run(code, **env):
-    full = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), **env)
-    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120)
+    full = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "src"),
+                                                                    os.environ.get("PYTHONPATH")])), **env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=generous(120))
 
 
 def test_environment_variables():

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from helpers import USING_TORCH
+from machine import generous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAIN_PY = os.path.join(ROOT, ".venv", "bin", "python")
@@ -26,7 +27,7 @@ def test_dynamic_suite_quick(tmp_path):
     out_json, out_md = tmp_path / "dynamic.json", tmp_path / "dynamic.md"
     p = subprocess.run([py, os.path.join(ROOT, "benchmarks", "dynamic_suite.py"), "--quick", "--rounds", "1",
                         "--only", "mlp,ints (dynamic=True)", "--json", str(out_json), "--md", str(out_md)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=generous(120))
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}"
     assert "| workload | sizes (in call order) | correct (arm / tc) | compiles (arm / tc)" in p.stdout
     assert "| mlp | batch 1..20 | yes / yes |" in p.stdout

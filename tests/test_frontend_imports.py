@@ -32,6 +32,7 @@ import textwrap
 import tokenize
 
 import pytest
+from machine import generous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
@@ -167,7 +168,7 @@ def child_report():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     env.pop("ARMATURE_LOGS", None)
     proc = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+                          timeout=generous(300), cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from helpers import USING_TORCH
+from machine import generous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +26,7 @@ def test_gpu_bench_cpu_dry_run(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu.py"), "--device", "cpu", "--quick",
                         "--backend", "eager", "--only", "toy_mlp,gpt2_decode", "--rounds", "2", "--calls", "2",
                         "--out", str(tmp_path)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=generous(240))
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}"
     md = (tmp_path / "gpu.md").read_text()
     assert md.startswith("# armature vs torch.compile on cpu")
@@ -47,5 +48,5 @@ def test_gpu_bench_refuses_cuda_without_a_gpu(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "src"), env.get("PYTHONPATH")]))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu.py"), "--out", str(tmp_path)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=generous(120))
     assert p.returncode == 2 and "torch.cuda.is_available() is False" in p.stderr

@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 
 import armature
+from machine import generous
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("ARMATURE_TEST_IMPL", "armature").strip().lower() == "torch",
@@ -839,7 +840,7 @@ def test_armature_logs_env_var():
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(os.path.dirname(__file__), "..", "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=generous(120))
     assert proc.returncode == 0, proc.stderr
     assert "armature.recompiles" in proc.stderr
     assert "n == 2" in proc.stderr and "3" in proc.stderr

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from helpers import USING_TORCH
+from machine import generous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAIN_PY = os.path.join(ROOT, ".venv", "bin", "python")
@@ -25,7 +26,7 @@ def test_suite_quick_closures(tmp_path):
     out_json, out_md = tmp_path / "suite.json", tmp_path / "suite.md"
     p = subprocess.run([py, os.path.join(ROOT, "benchmarks", "suite.py"), "--quick", "--only", "closures",
                         "--json", str(out_json), "--md", str(out_md)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=generous(120))
     assert p.returncode == 0, f"exit {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}"
     assert "| workload | correct (arm / tc) | graphs (arm / tc)" in p.stdout
     assert "| closures |" in p.stdout

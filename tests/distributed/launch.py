@@ -15,6 +15,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))   # (tests/: machine.py)
+from machine import generous  # noqa: E402
 
 
 def free_port() -> int:
@@ -34,7 +36,9 @@ class RunResult:
 
     @classmethod
     def wait_for(cls, path: str, timeout: float) -> "RunResult":
-        """The results another process saves at ``path`` (bounded wait)."""
+        """The results another process saves at ``path`` (bounded wait,
+        stretched for this machine: tests/machine.py)."""
+        timeout = generous(timeout)
         deadline = time.monotonic() + timeout
         while not os.path.exists(path):
             if time.monotonic() > deadline:
@@ -65,8 +69,11 @@ def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env:
         modules: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> RunResult:
     """Run ``scenarios`` on ``world`` ranks.  Another suite's scenarios live
     in ``modules`` (imported by each rank after scenarios.py, from ``paths``
-    put on the ranks' sys.path): tests/models uses it for its real models."""
+    put on the ranks' sys.path): tests/models uses it for its real models.
+    ``timeout`` (and each collective's) is stretched for this machine
+    (tests/machine.py): a bound for a hang, not a timing."""
     import armature
+    timeout = generous(timeout)
     src = os.path.dirname(os.path.dirname(os.path.abspath(armature.__file__)))
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="armature-dist-")
@@ -75,6 +82,7 @@ def run(scenarios: list[str], world: int = 2, timeout: float = 150.0, extra_env:
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
                    ARMATURE_DIST_MODULES=",".join(modules),
+                   ARMATURE_TEST_COLLECTIVE_TIMEOUT=str(generous(60)),
                    PYTHONPATH=os.pathsep.join([src, HERE, *paths, os.environ.get("PYTHONPATH", "")]))
         env.update(extra_env or {})
         log = open(os.path.join(tmp, f"rank{rank}.log"), "w+")

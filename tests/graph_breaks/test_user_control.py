@@ -15,6 +15,7 @@ import armature
 from helpers import assert_same, t
 
 from .util import check_calls, explain_fresh
+from machine import generous
 
 
 def _line_of(fn, needle):
@@ -290,7 +291,7 @@ def test_armature_logs_env_var(tmp_path):
         armature.compile(f, backend="eager")(torch.ones(3))
     """))
     env = dict(os.environ, ARMATURE_LOGS="graph_breaks")
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=generous(120))
     assert p.returncode == 0, p.stderr
     assert "hello from user code" in p.stdout
     assert f"{script}:6" in p.stderr, p.stderr

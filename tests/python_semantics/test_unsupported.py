@@ -186,6 +186,7 @@ _PROGRAM = """
 import sys, torch
 sys.path.insert(0, {tests!r})
 from helpers import compile_fn, assert_equal
+from machine import generous
 
 def g(a, b):
     return a
@@ -237,7 +238,7 @@ LONG_DISPLAY_BODIES = [
 def _run_programs(bodies):
     tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     src = _PROGRAM.format(tests=tests_dir, bodies=bodies)
-    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=generous(120))
     matched = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("MATCH")]
     assert proc.returncode == 0 and matched == [name for name, _ in bodies], (
         f"rc={proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-3000:]}"

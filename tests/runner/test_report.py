@@ -14,6 +14,7 @@ import torch
 
 import armature
 from armature.diagnostics import hints, record, report, summary
+from machine import generous
 
 
 class Page(html.parser.HTMLParser):
@@ -147,9 +148,10 @@ def test_report_writes_at_exit_and_rejects_bad_paths(tmp_path):
                            f"armature.report({str(out)!r})\n"
                            "f = armature.compile(lambda x: x + 1, backend='eager')\n"
                            "f(torch.ones(2))\n"],
-                          env=dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(
-                              os.path.dirname(os.path.abspath(__file__)))), "src")),
-                          capture_output=True, text=True, timeout=300)
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(
+                              os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src"),
+                              os.environ.get("PYTHONPATH")]))),
+                          capture_output=True, text=True, timeout=generous(300))
     assert proc.returncode == 0, proc.stderr
     assert out.exists() and "report written to" in proc.stderr
 
@@ -173,7 +175,7 @@ def test_demo_model_report_renders_in_chromium(recorded, tmp_path):
     png = tmp_path / "demo.png"
     proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            "--window-size=1200,1600", f"--screenshot={png}", f"file://{path}"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=generous(120))
     assert png.exists(), proc.stderr
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

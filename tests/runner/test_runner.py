@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from machine import generous
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
@@ -26,7 +27,7 @@ def _env(**extra):
 
 def run(args, cwd=SCRIPTS, **env):
     return subprocess.run([sys.executable, *args], cwd=cwd, env=_env(**env), capture_output=True, text=True,
-                          timeout=600)
+                          timeout=generous(600))
 
 
 def both(script, *args, runner_opts=()):
