@@ -30,6 +30,11 @@ def _stub_cpu_isa() -> "list[str] | None":
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if stubs not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([stubs] + [p for p in paths if p])
+    if stubs not in sys.path:
+        # (inductor's compile workers get this process's sys.path as their PYTHONPATH, not
+        # its environment's: without it they would build for the real CPU the kernels
+        # generated for the stubbed one)
+        sys.path.append(stubs)
     spec = importlib.util.spec_from_file_location("armature_test_cpu_stub", os.path.join(stubs, "sitecustomize.py"))
     started_with_it = getattr(sys.modules.get("sitecustomize"), "__file__", None) == spec.origin
     stub = sys.modules["sitecustomize"] if started_with_it else importlib.util.module_from_spec(spec)

@@ -146,7 +146,9 @@ def inductor(
     (backends/cudagraphs.py).  Inductor's CPU ISA probes, which its first
     C++ kernel waits for, run side by side in the background while
     ``compile_fx`` lowers the graph (backends/cpu_isa_probes.py); its C++
-    kernels are built a few to a compiler run (backends/cpp_kernel_batches.py).
+    kernels are built a few to a compiler run (backends/cpp_kernel_batches.py);
+    inductor's on-disk caches are keyed on the CPU's vector ISA as well
+    (backends/inductor_cache_key.py).
     ``compile_fx`` takes ownership of ``gm`` and may rewrite it.  What it
     returns may use the boxed calling convention; the registry unboxes it.
     """
@@ -157,6 +159,7 @@ def inductor(
     from .cpp_kernel_batches import batched, in_batches
     from .cpu_isa_probes import start_probes, wants_cpu_probes
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
+    from .inductor_cache_key import keyed_inner_compile, keyed_on_cpu_isa
 
     if wants_cpu_probes(example_inputs):
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
@@ -165,6 +168,9 @@ def inductor(
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
     batching = armature_config.cpp_kernel_batches
     inner = in_batches(compile_fx_inner) if batching else compile_fx_inner
-    with batched() if batching else contextlib.nullcontext():
+    # (inductor's caches keyed on the CPU's vector ISA as well: a cache filled on another machine
+    # or under another ATEN_CPU_CAPABILITY must miss, not serve kernels of another vector width)
+    inner = keyed_inner_compile(inner)
+    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa():
         return compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
