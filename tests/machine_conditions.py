@@ -28,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ CONDITIONS = {
 }
 
 
-def _pytest(paths: list[str], env: dict, workers: str, extra: list[str], one_core: bool = False) -> list[str]:
+def _pytest(paths: list[str], workers: str, extra: list[str], one_core: bool = False) -> list[str]:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ignore=tests/models",
            *(["-n", workers] if workers != "0" else []), *paths, *extra]
     if one_core:
@@ -65,9 +66,23 @@ def _summary(output: str) -> str:
 
 def run(name: str, paths: list[str], extra: list[str], workers: str) -> tuple[int, str, float]:
     env = dict(os.environ, **CONDITIONS[name])
+    # (each condition its own inductor cache, as another machine would have: torch's own cache
+    # key leaves the vector ISA out, so torch.compile -- the tests' oracle -- would read kernels
+    # written for this CPU's width; armature's compiles key on it: backends/inductor_cache_key.py)
+    own_cache = None
+    if "TORCHINDUCTOR_CACHE_DIR" not in env:
+        own_cache = env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"armature-conditions-{name}-")
+    try:
+        return _run(name, env, paths, extra, workers)
+    finally:
+        if own_cache:
+            shutil.rmtree(own_cache, ignore_errors=True)
+
+
+def _run(name: str, env: dict, paths: list[str], extra: list[str], workers: str) -> tuple[int, str, float]:
     start = time.monotonic()
     one_core = name == "one-core"
-    cmd = _pytest(paths, env, "0" if one_core else workers, extra, one_core)
+    cmd = _pytest(paths, "0" if one_core else workers, extra, one_core)
     beside = None
     if name == "loaded":   # (the same tests at once, in the same number of workers: twice the work per core)
         beside = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
