@@ -229,6 +229,11 @@ class CompiledModule(torch.nn.Module):
     same dicts, so ``state_dict`` keys are identical) and forwards attribute
     access; calling it runs the compiled ``forward``."""
 
+    def __new__(cls, mod: torch.nn.Module, *args, **kwargs):
+        if cls is CompiledModule:
+            cls = _protocol_class(type(mod))
+        return super().__new__(cls)
+
     def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool, dynamic: bool | None = None):
         super().__init__()
         d = self.__dict__
@@ -310,6 +315,49 @@ class CompiledModule(torch.nn.Module):
 
     def extra_repr(self):
         return f"compiled {type(self._orig_mod).__name__}"
+
+
+#: the container protocol a wrapper passes on to the module it wraps
+_PROTOCOL = ("__bool__", "__len__", "__iter__", "__reversed__", "__getitem__", "__contains__")
+_PROTOCOL_CLASSES: dict[tuple[str, ...], type] = {}
+
+
+def _forward_to_original(name: str):
+    def method(self, *args):
+        return getattr(self.__dict__["_orig_mod"], name)(*args)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"The wrapped module's {name}."
+    return method
+
+
+def _protocol_class(mod_cls: type) -> type:
+    """The wrapper class for a module of class ``mod_cls``.
+
+    Python looks special methods up on the type, so ``__getattr__``
+    forwarding does not give the wrapper of a ``Sequential``, ``ModuleList``
+    or ``ModuleDict`` its ``len()``, truth, iteration or indexing.  The
+    wrapper's class is a subclass of CompiledModule with exactly those of
+    ``_PROTOCOL`` that ``mod_cls`` has, each passed on to the wrapped module:
+    ``bool(compile(nn.ModuleList()))`` is False and ``len()`` its length, as
+    for the module itself, while a wrapper of a module without them stays
+    neither Sized nor Iterable (what ``isinstance`` with the collections ABCs
+    says of it is what it says of the module).  torch.compile's wrapper
+    forwards ``len()`` only (and then ``bool()`` of a non-container raises)."""
+    names = tuple(n for n in _PROTOCOL if getattr(mod_cls, n, None) is not None)
+    if not names:
+        return CompiledModule
+    cls = _PROTOCOL_CLASSES.get(names)
+    if cls is None:
+        body = {n: _forward_to_original(n) for n in names}
+        body["__module__"] = __name__
+        body["__qualname__"] = "CompiledModule"
+        cls = _PROTOCOL_CLASSES.setdefault(names, type("CompiledModule", (CompiledModule,), body))
+    return cls
+
+
+def is_compiled_module_type(cls: type) -> bool:
+    """``cls`` is the class of an ``armature.compile(module)`` wrapper."""
+    return cls is CompiledModule or cls in _PROTOCOL_CLASSES.values()
 
 
 _RUN_EAGER = object()
