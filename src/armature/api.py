@@ -229,10 +229,26 @@ class CompiledModule(torch.nn.Module):
     same dicts, so ``state_dict`` keys are identical) and forwards attribute
     access; calling it runs the compiled ``forward``."""
 
-    def __new__(cls, mod: torch.nn.Module, *args, **kwargs):
-        if cls is CompiledModule:
-            cls = _protocol_class(type(mod))
+    def __new__(cls, *args, **kwargs):
+        if cls is CompiledModule and args:   # (no arguments: copy and pickle; __setstate__ picks the class)
+            cls = _protocol_class(type(args[0]))
         return super().__new__(cls)
+
+    def __reduce_ex__(self, protocol):
+        # a wrapper class made for a container protocol is not importable by
+        # name: copies and pickles are made as a CompiledModule, which
+        # __setstate__ turns back into the class the wrapped module needs
+        reduced = super().__reduce_ex__(protocol)
+        if type(self) is not CompiledModule and is_compiled_module_type(type(self)) and \
+                isinstance(reduced, tuple) and len(reduced) >= 2 and reduced[1] and reduced[1][0] is type(self):
+            reduced = (_blank_compiled_module, (), *reduced[2:])
+        return reduced
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        cls = _protocol_class(type(self.__dict__["_orig_mod"]))
+        if type(self) is CompiledModule and cls is not CompiledModule:
+            object.__setattr__(self, "__class__", cls)
 
     def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool, dynamic: bool | None = None):
         super().__init__()
@@ -353,6 +369,12 @@ def _protocol_class(mod_cls: type) -> type:
         body["__qualname__"] = "CompiledModule"
         cls = _PROTOCOL_CLASSES.setdefault(names, type("CompiledModule", (CompiledModule,), body))
     return cls
+
+
+def _blank_compiled_module() -> CompiledModule:
+    """An empty CompiledModule for copy and pickle to fill in (see
+    CompiledModule.__reduce_ex__)."""
+    return CompiledModule.__new__(CompiledModule)
 
 
 def is_compiled_module_type(cls: type) -> bool:
