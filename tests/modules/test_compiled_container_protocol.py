@@ -177,3 +177,23 @@ def test_compiled_container_inside_compiled_code(fn, name):
     got = compile_fn(fn, backend=counter)(wrapped, x)
     assert_equal(expected, got)
     assert counter.frame_count <= 1
+
+
+@pytest.mark.skipif(USING_TORCH, reason="armature's module_parameters setting")
+def test_compiled_module_inside_compiled_code_with_parameters_as_inputs():
+    # (the wrapper is guarded by its type there; the guard compared the type
+    # with the wrapper itself and its description raised AttributeError)
+    torch.manual_seed(0)
+    mod = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    wrapped = armature.compile(mod, backend="eager")
+
+    def fn(m, x):
+        return m(x), len(m)
+
+    with armature.config.patch(module_parameters="inputs"):
+        counter = CountingBackend("eager")
+        compiled = armature.compile(fn, backend=counter)
+        for _ in range(3):
+            x = torch.randn(2, 3)
+            assert_equal(fn(mod, x), compiled(wrapped, x))
+        assert counter.frame_count == 1

@@ -319,3 +319,38 @@ def test_lookup_in_a_container_from_outside(fn, container):
         assert expected[:-1] == got[:-1]
         assert torch.equal(expected[-1], got[-1])
     assert counter.frame_count == 2
+
+
+# --- one check for overlapping distinctness guards -------------------------------------
+
+@pytest.mark.skipif(USING_TORCH, reason="armature's guard function")
+def test_overlapping_distinct_guards_are_checked_once():
+    # a mutated input and identity-hashed keys both ask for distinct objects;
+    # the guard function checks the larger group only, and still tells
+    # aliased calls apart
+    def fn(a, b, c):
+        a.add_(1)
+        return a in {b}, b in {c}, c * 2
+
+    reset()
+    counter = CountingBackend("eager")
+    compiled = compile_fn(fn, backend=counter)
+    def distinct3():
+        return torch.randn(3), torch.randn(3), torch.randn(3)
+
+    def aliased3():
+        x = torch.randn(3)
+        return x, x, torch.randn(3)
+
+    for make in (distinct3, distinct3, aliased3):
+        torch.manual_seed(0)
+        e_args = make()
+        torch.manual_seed(0)
+        c_args = make()
+        expected, got = fn(*e_args), compiled(*c_args)
+        assert expected[:2] == got[:2] and torch.equal(expected[2], got[2])
+    entry = armature.cache_entries(compiled)[0]
+    source = entry.guard.__armature_source__
+    n_distinct = sum(1 for g in entry.guards if g.kind.name == "DISTINCT")
+    assert n_distinct >= 2
+    assert source.count("len({id(") == 1
