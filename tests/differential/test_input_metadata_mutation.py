@@ -143,6 +143,10 @@ def _inputs(fn, seed):
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("fn", CASES + [in_list])
 def test_input_changed_in_shape_in_place(fn, backend):
+    if USING_TORCH and fn is unsqueeze_through_aten:
+        pytest.skip("torch.compile (2.13) fails making its guards after torch.ops.aten.unsqueeze_ of an input")
+    if USING_TORCH and fn is on_a_clone:
+        pytest.skip("torch.compile (2.13) returns the clone's shape from before its in-place transpose_")
     reset()
     counter = CountingBackend(backend)
     compiled = compile_fn(fn, backend=counter)

@@ -147,6 +147,7 @@ def test_membership_with_aliased_and_distinct_arguments(fn, order):
     check_calls(fn, order)
 
 
+@pytest.mark.skipif(USING_TORCH, reason="armature's graph count (torch.compile runs the frame as Python)")
 @pytest.mark.parametrize("order", [ALTERNATING, DISTINCT_FIRST], ids=["aliased_first", "distinct_first"])
 def test_set_algebra_with_aliased_and_distinct_arguments(order):
     # (torch.compile runs this frame as Python: no graph to compare with;
@@ -307,6 +308,8 @@ def key_in_outer_set(s, x):
     return x in s, x + 1
 
 
+@pytest.mark.skipif(USING_TORCH, reason="torch.compile (2.13) answers the second call (the key itself) with "
+                                         "the first call's False: it does not guard the argument distinct from the keys")
 @pytest.mark.parametrize("fn,container", [(key_in_outer_dict, {_T1: 1}), (key_in_outer_set, {_T1})],
                          ids=["dict", "set"])
 def test_lookup_in_a_container_from_outside(fn, container):

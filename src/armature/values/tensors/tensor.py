@@ -397,6 +397,10 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
         except Exception as e:
             raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
         return _constant_or_fail(real, node)
+    if isinstance(example, torch.Tensor):
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, TensorValue) and a.fake is example:
+                return a   # (the op returned this argument itself, as in eager: an in-place op)
     return wrap_example(tx, node, example)
 
 
