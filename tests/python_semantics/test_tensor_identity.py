@@ -140,8 +140,16 @@ def frozenset_in(a, b):
     return a in frozenset([b]), a.sin()
 
 
+def keys_with_a_module_made_in_the_frame(a, b):
+    # (the module's source is out of the guard function's reach: only the
+    # arguments are guarded distinct)
+    m = torch.nn.Linear(5, 5)
+    d = {m: "m", a: "a"}
+    return d.get(b, "missing"), m in d, m(a).shape
+
+
 @pytest.mark.parametrize("fn", [in_set, in_set_not, in_dict, dict_get, dict_two_keys, set_of_both,
-                                set_add_then_in, keyed_result, frozenset_in])
+                                set_add_then_in, keyed_result, frozenset_in, keys_with_a_module_made_in_the_frame])
 @pytest.mark.parametrize("order", [ALTERNATING, DISTINCT_FIRST], ids=["aliased_first", "distinct_first"])
 def test_membership_with_aliased_and_distinct_arguments(fn, order):
     check_calls(fn, order)

@@ -258,13 +258,21 @@ def made_per_call(source) -> bool:
     return isinstance(source, ScalarTensorSource) or getattr(source, "fresh_per_call", False)
 
 
+def made_in_frame(source) -> bool:
+    """A source rooted at an object the transformed function builds itself
+    (values/nn/fresh_modules.py): distinct from everything passed in by
+    construction, and out of a guard function's reach."""
+    root = source.root() if hasattr(source, "root") else None
+    return bool(getattr(root, "made_in_frame", False))
+
+
 def _guard_distinct(tx, *values: Value) -> None:
     _guard_distinct_in(tx.ctx, *values)
 
 
 def _guard_distinct_in(ctx, *values: Value) -> None:
     reg = _registry(ctx)
-    sources = [v.source for v in values if not made_per_call(v.source)]
+    sources = [v.source for v in values if not made_per_call(v.source) and not made_in_frame(v.source)]
     if len(sources) < 2 and reg.distinct is None:
         return
     if reg.distinct is None:
@@ -348,7 +356,7 @@ def guard_identity_key(ctx, v: Value) -> None:
     so every such key is guarded distinct from the earlier ones; an aliased
     call fails the guard and is traced apart (where the builder gives both
     sources one Value)."""
-    if ctx is None or v.source is None or made_per_call(v.source):
+    if ctx is None or v.source is None or made_per_call(v.source) or made_in_frame(v.source):
         return
     reg = _registry(ctx)
     if any(k is v for k in reg.keyed):
