@@ -86,9 +86,26 @@ def false_flag_stays_in_graph(x):
     return w, (w * x).sum()
 
 
+class WithLeaves(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3, requires_grad=True))
+        self.v = torch.full((3,), 2.0, requires_grad=True)
+
+    def forward(self, x):
+        return self.w * x * self.v
+
+
+def module_made_in_frame(x):
+    # a module built in the frame is built for real by the transformed
+    # function, leaves included: its factories stay in one graph
+    m = WithLeaves()
+    return m.w, m.v, m(x).sum()
+
+
 CASES = [ones_leaf, tensor_leaf, parameter_leaf, leaf_with_grad_set, requires_grad_method, like_leaf,
          leaf_used_twice, leaf_not_returned, leaf_flags, leaf_and_input_grad, leaf_under_no_grad,
-         false_flag_stays_in_graph]
+         false_flag_stays_in_graph, module_made_in_frame]
 
 
 def _observe(out, x):

@@ -357,7 +357,9 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
             return handled
     if kind == "call_method" and target == "as_subclass" or target is torch.Tensor.as_subclass:
         return _as_subclass(tx, args, kwargs)
-    if "requires_grad" in kwargs:
+    if "requires_grad" in kwargs and not getattr(tx.ctx, "auditing_construction", False):
+        # (a module's constructor audited in a sandbox: the module is built
+        # for real by the transformed function, values/nn/user_module_construction.py)
         _check_no_new_leaf(target, kwargs["requires_grad"])
     if args and isinstance(args[0], TensorValue) and args[0].source is not None:
         _check_no_input_metadata_mutation(kind, target, args[0])
