@@ -229,6 +229,27 @@ class CompiledModule(torch.nn.Module):
     same dicts, so ``state_dict`` keys are identical) and forwards attribute
     access; calling it runs the compiled ``forward``."""
 
+    def __new__(cls, *args, **kwargs):
+        if cls is CompiledModule and args:   # (no arguments: copy and pickle; __setstate__ picks the class)
+            cls = _protocol_class(type(args[0]))
+        return super().__new__(cls)
+
+    def __reduce_ex__(self, protocol):
+        # a wrapper class made for a container protocol is not importable by
+        # name: copies and pickles are made as a CompiledModule, which
+        # __setstate__ turns back into the class the wrapped module needs
+        reduced = super().__reduce_ex__(protocol)
+        if type(self) is not CompiledModule and is_compiled_module_type(type(self)) and \
+                isinstance(reduced, tuple) and len(reduced) >= 2 and reduced[1] and reduced[1][0] is type(self):
+            reduced = (_blank_compiled_module, (), *reduced[2:])
+        return reduced
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        cls = _protocol_class(type(self.__dict__["_orig_mod"]))
+        if type(self) is CompiledModule and cls is not CompiledModule:
+            object.__setattr__(self, "__class__", cls)
+
     def __init__(self, mod: torch.nn.Module, backend: Callable, fullgraph: bool, dynamic: bool | None = None):
         super().__init__()
         d = self.__dict__
@@ -310,6 +331,55 @@ class CompiledModule(torch.nn.Module):
 
     def extra_repr(self):
         return f"compiled {type(self._orig_mod).__name__}"
+
+
+#: the container protocol a wrapper passes on to the module it wraps
+_PROTOCOL = ("__bool__", "__len__", "__iter__", "__reversed__", "__getitem__", "__contains__")
+_PROTOCOL_CLASSES: dict[tuple[str, ...], type] = {}
+
+
+def _forward_to_original(name: str):
+    def method(self, *args):
+        return getattr(self.__dict__["_orig_mod"], name)(*args)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"The wrapped module's {name}."
+    return method
+
+
+def _protocol_class(mod_cls: type) -> type:
+    """The wrapper class for a module of class ``mod_cls``.
+
+    Python looks special methods up on the type, so ``__getattr__``
+    forwarding does not give the wrapper of a ``Sequential``, ``ModuleList``
+    or ``ModuleDict`` its ``len()``, truth, iteration or indexing.  The
+    wrapper's class is a subclass of CompiledModule with exactly those of
+    ``_PROTOCOL`` that ``mod_cls`` has, each passed on to the wrapped module:
+    ``bool(compile(nn.ModuleList()))`` is False and ``len()`` its length, as
+    for the module itself, while a wrapper of a module without them stays
+    neither Sized nor Iterable (what ``isinstance`` with the collections ABCs
+    says of it is what it says of the module).  torch.compile's wrapper
+    forwards ``len()`` only (and then ``bool()`` of a non-container raises)."""
+    names = tuple(n for n in _PROTOCOL if getattr(mod_cls, n, None) is not None)
+    if not names:
+        return CompiledModule
+    cls = _PROTOCOL_CLASSES.get(names)
+    if cls is None:
+        body = {n: _forward_to_original(n) for n in names}
+        body["__module__"] = __name__
+        body["__qualname__"] = "CompiledModule"
+        cls = _PROTOCOL_CLASSES.setdefault(names, type("CompiledModule", (CompiledModule,), body))
+    return cls
+
+
+def _blank_compiled_module() -> CompiledModule:
+    """An empty CompiledModule for copy and pickle to fill in (see
+    CompiledModule.__reduce_ex__)."""
+    return CompiledModule.__new__(CompiledModule)
+
+
+def is_compiled_module_type(cls: type) -> bool:
+    """``cls`` is the class of an ``armature.compile(module)`` wrapper."""
+    return cls is CompiledModule or cls in _PROTOCOL_CLASSES.values()
 
 
 _RUN_EAGER = object()

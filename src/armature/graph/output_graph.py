@@ -96,6 +96,8 @@ class OutputGraph:
         self._module_calls: dict[int, int] = {}
         #: the innermost frame being traced (trace/frame.py sets it)
         self.current_frame = None
+        #: id(fake tensor) -> (fake, its TensorValue): see ``tensor_value_of``
+        self.tensor_values: dict[int, tuple[torch.Tensor, Any]] = {}
 
     def note_op_lines(self, since: int, filename: str, lineno: int) -> None:
         """Nodes made since ``since`` came from this user line (one frame
@@ -136,6 +138,7 @@ class OutputGraph:
         sub.op_nodes = []
         sub.symbolic_inputs, sub.symbolic_contexts = [], []
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
+        sub.tensor_values = {}
         sub.is_sandbox = True   # (no module is built for it: values/nn/fresh_modules.py)
         return sub
 
@@ -228,6 +231,25 @@ class OutputGraph:
             i += 1
         self._names.add(name)
         return name
+
+    # --- tensor identity -----------------------------------------------------
+    def note_tensor_value(self, value) -> None:
+        """Remember ``value`` as THE Value of its fake tensor (the first one
+        noted keeps it)."""
+        self.tensor_values.setdefault(id(value.fake), (value.fake, value))
+
+    def tensor_value_of(self, fake: Any):
+        """The Value already standing for the fake tensor ``fake``, or None.
+
+        Fake propagation keeps Python identity as eager does: an op that
+        returns its input object in eager (``x.add_(1)``,
+        ``torch.Tensor.add_(x, 1)``, ``torch.relu_(x)``, ``x.contiguous()``
+        of a contiguous ``x``, ``vmap(Tensor.acos_)(x)``) returns the input's
+        fake object.  Answering such a result with the input's own Value
+        makes ``is``, ``id()`` and tensors as dict/set keys see one object,
+        as eager does.  (The fake is held too, so its id is never reused.)"""
+        known = self.tensor_values.get(id(fake))
+        return known[1] if known is not None and known[0] is fake else None
 
     # --- ops ----------------------------------------------------------------
     def create_node(self, kind: str, target: Any, node_args: tuple, node_kwargs: dict,

@@ -88,6 +88,23 @@ def _shared_sources(guards: list[Guard]) -> set:
     return {s for s, n in counts.items() if n > 1}
 
 
+def _without_implied_distinct(guards: list[Guard]) -> list[Guard]:
+    """Drop a DISTINCT guard whose sources another DISTINCT guard already
+    covers (several mechanisms ask for distinct objects: mutated inputs,
+    ``is``, ``id()``, dict keys; their groups overlap)."""
+    groups = [(g, set(g.expected)) for g in guards if g.kind is Kind.DISTINCT]
+    if len(groups) < 2:
+        return guards
+    dropped = set()
+    for i, (g, srcs) in enumerate(groups):
+        for j, (other, other_srcs) in enumerate(groups):
+            if i != j and j not in dropped and srcs <= other_srcs and (srcs < other_srcs or j < i):
+                dropped.add(i)
+                break
+    drop_ids = {id(groups[i][0]) for i in dropped}
+    return [g for g in guards if id(g) not in drop_ids]
+
+
 def signature_text(code: types.CodeType, default_names: list[str], kwdefault_names: dict[str, str],
                    prefix: str) -> str:
     """Parameter list text for a function with ``code``'s signature, plus the
@@ -149,7 +166,7 @@ def build_guard_function(fn: types.FunctionType, guards: list[Guard]) -> Callabl
     kwdefault_names = {k: pool.const(v) for k, v in (fn.__kwdefaults__ or {}).items()}
     sig = signature_text(code, default_names, kwdefault_names, prefix)
     fn_arg = guard_fn_name(prefix)
-    ordered = sorted(guards, key=lambda g: g.kind)
+    ordered = _without_implied_distinct(sorted(guards, key=lambda g: g.kind))
     pool.shared = _shared_sources(ordered)
     exprs = [g.expr(pool) for g in ordered]
     # The defaults were frozen into this function's signature: they must

@@ -190,7 +190,9 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         if subclass and torch_function.is_traceable_wrapper(t):
             t = type(fake) if isinstance(fake, t) else t
-        return kinds.TensorValue(node, fake, cls=t, source=source)
+        value = kinds.TensorValue(node, fake, cls=t, source=source)
+        ctx.graph.note_tensor_value(value)
+        return value
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
         from ..graph.dynamic import int_is_dynamic
         if int_is_dynamic(ctx.policy, source):

@@ -127,9 +127,10 @@ def _identity_hashed(t: type) -> bool:
     return h is object.__hash__ or h is torch.Tensor.__hash__
 
 
-def make_key(v: Value, tx=None) -> Any:
+def make_key(v: Value, tx=None, ctx=None) -> Any:
     """The dict/set key for the Value ``v`` (``tx`` realizes lazy Values
-    and specializes symbolic numbers, as hashing reads the value)."""
+    and specializes symbolic numbers, as hashing reads the value; ``ctx``
+    stands for it where a real container's keys are read without a frame)."""
     if type(v) is LazyValue:
         v = v.realize(tx.ctx if tx is not None else None)
     if isinstance(v, kinds.SymbolicNumberValue):
@@ -155,7 +156,7 @@ def make_key(v: Value, tx=None) -> Any:
         from ..operations.identity import key_of
         return key_of(tx, v)
     if isinstance(v, kinds.TupleValue):
-        parts = tuple(_ident_of(make_key(i, tx)) for i in v.items)
+        parts = tuple(_ident_of(make_key(i, tx, ctx)) for i in v.items)
         if v.cls is not tuple and not _tuple_hash(v.cls):
             raise Unsupported(f"a {v.cls.__name__} (with its own __hash__/__eq__) as a dict key")
         return ValueKey(v, parts)
@@ -172,6 +173,8 @@ def make_key(v: Value, tx=None) -> Any:
             # guarded by type only: which dict entry it matches is not known
             raise Unsupported("a module passed in as any instance of its class used as a dict or set key",
                               hint="the lookup runs as Python (a graph break)")
+        from ..operations.identity import guard_identity_key
+        guard_identity_key(ctx if ctx is not None else getattr(tx, "ctx", None), v)
         return ValueKey(v, _Identity(v))
     if isinstance(v, kinds.ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
                                                                    types.FunctionType):
@@ -228,7 +231,7 @@ def set_keys_in_order(ctx, obj, source) -> list:
     (the i-th read from ``list(s)[i]``: position i at run time is what the
     trace saw at position i, so iterating in this order is eager's order)."""
     from ...guards.sources import DictEntrySource
-    return [make_key(wrap(ctx, k, DictEntrySource(source, i, "set"))) for i, k in enumerate(obj)]
+    return [make_key(wrap(ctx, k, DictEntrySource(source, i, "set")), ctx=ctx) for i, k in enumerate(obj)]
 
 
 def wrap_by_position(ctx, obj, source) -> dict | set:
@@ -249,6 +252,6 @@ def wrap_by_position(ctx, obj, source) -> dict | set:
         return set(set_keys_in_order(ctx, obj, source))
     items = {}
     for i, k in enumerate(list(obj)):
-        key = make_key(wrap(ctx, k, DictEntrySource(source, i)))
+        key = make_key(wrap(ctx, k, DictEntrySource(source, i)), ctx=ctx)
         items[key] = wrap(ctx, dict.__getitem__(obj, k), DictEntrySource(source, i, "values"))
     return items

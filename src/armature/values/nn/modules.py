@@ -33,8 +33,8 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
             raise Unsupported("torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
         ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
         return ScriptModuleValue(mod, source)
-    from ...api import CompiledModule
-    if type(mod) is CompiledModule:
+    from ...api import is_compiled_module_type
+    if is_compiled_module_type(type(mod)):
         return _wrap_compiled_module(ctx, mod, source)
     if source is not None and is_fresh_module_arg(ctx, source):
         if source.name in _NEW_MODULE_ARGS.get(ctx.fn.__code__, ()):
@@ -865,8 +865,10 @@ def _wrap_compiled_module(ctx, mod, source) -> "CompiledModuleValue":
     """An armature-compiled module called from compiled code is traced as
     the module it wraps (composition: one graph, no compile of its own)."""
     if source is not None:
-        ctx.guards.add(Guard(Kind.ID_MATCH if ctx.config.module_parameters == "attributes" else Kind.TYPE_MATCH,
-                             source, mod))
+        if ctx.config.module_parameters == "attributes":
+            ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
+        else:
+            ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
     inner = wrap(ctx, mod.__dict__["_orig_mod"], AttrSource(source, "_orig_mod") if source is not None else None)
     return CompiledModuleValue(mod, inner, source)
 
@@ -874,8 +876,9 @@ def _wrap_compiled_module(ctx, mod, source) -> "CompiledModuleValue":
 class CompiledModuleValue(Value):
     """An ``armature.compile(module)`` wrapper met while tracing.  Calls and
     attribute reads go to the wrapped module, as the wrapper forwards them;
-    its truth is the wrapper's own (an nn.Module without ``__len__``:
-    always true, even around an empty Sequential)."""
+    so do its truth, ``len()``, iteration, indexing and ``in``, which the
+    wrapper's class passes on exactly where the module's class has them
+    (api._protocol_class)."""
 
     def __init__(self, wrapper, inner: ModuleValue, source):
         super().__init__(source)
@@ -888,7 +891,19 @@ class CompiledModuleValue(Value):
         return False
 
     def truth(self, tx):
-        return True
+        return self.inner.truth(tx)
+
+    def length(self, tx):
+        return self.inner.length(tx)
+
+    def unpack(self, tx):
+        return self.inner.unpack(tx)
+
+    def getitem(self, tx, index):
+        return self.inner.getitem(tx, index)
+
+    def contains(self, tx, item):
+        return self.inner.contains(tx, item)
 
     def _check_own_hooks(self, tx) -> None:
         w = self.wrapper

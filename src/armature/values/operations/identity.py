@@ -50,6 +50,8 @@ class _Registry:
         self.ambiguous: set[frozenset] = set()
         self.tainted: set[int] = set()
         self.distinct: Guard | None = None
+        #: pre-existing objects used as identity-hashed dict/set keys
+        self.keyed: list[Value] = []
 
 
 _REGISTRIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -256,14 +258,26 @@ def made_per_call(source) -> bool:
     return isinstance(source, ScalarTensorSource) or getattr(source, "fresh_per_call", False)
 
 
+def made_in_frame(source) -> bool:
+    """A source rooted at an object the transformed function builds itself
+    (values/nn/fresh_modules.py): distinct from everything passed in by
+    construction, and out of a guard function's reach."""
+    root = source.root() if hasattr(source, "root") else None
+    return bool(getattr(root, "made_in_frame", False))
+
+
 def _guard_distinct(tx, *values: Value) -> None:
-    reg = _registry(tx.ctx)
-    sources = [v.source for v in values if not made_per_call(v.source)]
+    _guard_distinct_in(tx.ctx, *values)
+
+
+def _guard_distinct_in(ctx, *values: Value) -> None:
+    reg = _registry(ctx)
+    sources = [v.source for v in values if not made_per_call(v.source) and not made_in_frame(v.source)]
     if len(sources) < 2 and reg.distinct is None:
         return
     if reg.distinct is None:
         reg.distinct = Guard(Kind.DISTINCT, None, [])
-        tx.ctx.guards.add(reg.distinct)
+        ctx.guards.add(reg.distinct)
     for s in sources:
         if all(s != e for e in reg.distinct.expected):
             reg.distinct.expected.append(s)
@@ -331,3 +345,22 @@ def key_of(tx, v: IdValue):
         if others:
             _guard_distinct(tx, target, *others)
     return ValueKey(v, _IdKey(target))
+
+
+def guard_identity_key(ctx, v: Value) -> None:
+    """``v``, an object from outside the frame hashed by identity (a tensor
+    argument, a parameter), becomes a dict or set key.  The trace answers
+    lookups by the identity of Values: two keys from two Values never meet.
+    That holds on a later call only while those objects stay distinct
+    (``f(x, y)`` traced, then ``f(x, x)``: ``a in {b}`` must become True),
+    so every such key is guarded distinct from the earlier ones; an aliased
+    call fails the guard and is traced apart (where the builder gives both
+    sources one Value)."""
+    if ctx is None or v.source is None or made_per_call(v.source) or made_in_frame(v.source):
+        return
+    reg = _registry(ctx)
+    if any(k is v for k in reg.keyed):
+        return
+    reg.keyed.append(v)
+    if len(reg.keyed) >= 2:
+        _guard_distinct_in(ctx, *reg.keyed)

@@ -357,6 +357,12 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
             return handled
     if kind == "call_method" and target == "as_subclass" or target is torch.Tensor.as_subclass:
         return _as_subclass(tx, args, kwargs)
+    if "requires_grad" in kwargs and not getattr(tx.ctx, "auditing_construction", False):
+        # (a module's constructor audited in a sandbox: the module is built
+        # for real by the transformed function, values/nn/user_module_construction.py)
+        _check_no_new_leaf(target, kwargs["requires_grad"])
+    if args and isinstance(args[0], TensorValue) and args[0].source is not None:
+        _check_no_input_metadata_mutation(kind, target, args[0])
     if getattr(target, "__name__", target) in _DATA_CONSTRUCTORS and \
             any(_has_numpy_scalar(tx, a) for a in [*args, *kwargs.values()]):
         # (checked before _specialized turns a NumPy scalar input into a Python number)
@@ -393,7 +399,81 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
         except Exception as e:
             raise Unsupported(f"{getattr(target, '__name__', target)}() raised {type(e).__name__}: {e}")
         return _constant_or_fail(real, node)
+    if isinstance(example, torch.Tensor):
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, TensorValue) and a.fake is example:
+                return a   # (the op returned this argument itself, as in eager: an in-place op)
     return wrap_example(tx, node, example)
+
+
+def _check_no_new_leaf(target, flag: Value) -> None:
+    """``torch.ones(3, requires_grad=True)`` (any op given
+    ``requires_grad=True``) makes a new leaf of autograd.  A graph cannot make
+    one mid-way: an autograd-aware backend (aot_eager, inductor) runs the
+    graph inside one autograd function whose inputs are the graph's inputs,
+    so results computed from the leaf would not reach it (no ``.grad``, a
+    result that does not require grad).  As torch.compile does, the call runs
+    as Python (a graph break): the leaf is then an input of the next graph."""
+    if flag.is_python_constant() and not flag.as_python_constant():
+        return
+    name = getattr(target, "__name__", target)
+    raise Unsupported(f"{name}(..., requires_grad=True) makes a new leaf tensor, which a graph cannot produce "
+                      "mid-way (its gradient would not reach it)",
+                      hint="the call runs as Python (a graph break, as torch.compile does); create the tensor "
+                           "outside the compiled function, or without requires_grad")
+
+
+def _inplace_view_name(kind: str, target: Any) -> str | None:
+    """The name of the op if it changes its first argument's sizes, strides
+    or storage in place (aten's ``inplace_view`` tag: ``unsqueeze_``,
+    ``squeeze_``, ``t_``, ``transpose_``, ``swapdims_``, ``as_strided_``,
+    ``resize_``, ``resize_as_``, ``set_``, ``detach_``), else None.  Method
+    calls, ``torch.Tensor.<op>_``, ``torch.<op>_`` and ``torch.ops.aten``
+    spellings all count."""
+    if kind == "call_method":
+        name = target if isinstance(target, str) else None
+    else:
+        packet = getattr(target, "_overloadpacket", None)   # (an aten OpOverload)
+        name = getattr(packet if packet is not None else target, "__name__", None)
+    if not isinstance(name, str) or not name.endswith("_") or name.startswith("_"):
+        return None
+    return name if name in _inplace_view_ops() else None
+
+
+_INPLACE_VIEW_OPS: frozenset | None = None
+
+
+def _inplace_view_ops() -> frozenset:
+    global _INPLACE_VIEW_OPS
+    if _INPLACE_VIEW_OPS is None:
+        names = set()
+        for name in ("squeeze_", "unsqueeze_", "swapdims_", "swapaxes_", "resize_", "resize_as_", "detach_",
+                     "t_", "transpose_", "as_strided_", "set_", "sparse_resize_", "sparse_resize_and_clear_"):
+            packet = getattr(torch.ops.aten, name, None)
+            tagged = packet is None or any(torch.Tag.inplace_view in getattr(packet, o).tags
+                                           for o in packet.overloads())
+            if tagged:   # (every one of them on the torch versions armature supports; unknown ones count)
+                names.add(name)
+        _INPLACE_VIEW_OPS = frozenset(names)
+    return _INPLACE_VIEW_OPS
+
+
+def _check_no_input_metadata_mutation(kind: str, target: Any, t: "TensorValue") -> None:
+    """``x.unsqueeze_(0)`` on a tensor from outside the frame changes the
+    caller's tensor object itself (its sizes and strides), not only its data.
+    A graph hands its inputs to the backend as they are at compile time and
+    an autograd-aware backend replays metadata changes of inputs only in part
+    (``squeeze_``, ``as_strided_`` come back unchanged under aot_eager), so
+    the op runs as Python, as torch.compile does (a graph break): the next
+    graph gets the tensor with its new shape, and the caller sees it.  On a
+    tensor made in the frame the op stays in the graph."""
+    name = _inplace_view_name(kind, target)
+    if name is None:
+        return
+    raise Unsupported(f"Tensor.{name}() changes the shape or strides of {t.source}, a tensor from outside the "
+                      "compiled function, in place",
+                      hint="the call runs as Python (a graph break, as torch.compile does); to keep one graph, "
+                           f"use the out-of-place form (x = x.{name[:-1]}(...)) instead")
 
 
 def _as_subclass(tx, args, kwargs) -> Value:
@@ -476,7 +556,7 @@ def _guard_global_query(tx, fn, args, kwargs, result) -> None:
 
 def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
     if isinstance(example, torch.Tensor):
-        return TensorValue(node, example)
+        return tensor_result(tx.ctx, node, example)
     if isinstance(example, (torch.SymInt, torch.SymBool, torch.SymFloat)):
         return kinds.sym_value(tx.ctx, example, lambda: node)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.SymInt) for e in example) and \
@@ -489,10 +569,14 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
         graph = tx.ctx.graph
         for i, e in enumerate(example):
             if isinstance(e, torch.Tensor):
+                known = graph.tensor_value_of(e)
+                if known is not None:
+                    items.append(known)   # (an input returned as it is: ``torch.Tensor.add_`` in a tuple)
+                    continue
                 sub = graph.graph.create_node("call_function", operator.getitem, (node, i), {})
                 sub.meta["example_value"] = e
                 sub.meta["val"] = e
-                items.append(TensorValue(sub, e))
+                items.append(_noted(graph, TensorValue(sub, e)))
             else:
                 items.append(_constant_or_fail(e, node))
         if isinstance(example, list):
@@ -504,6 +588,23 @@ def wrap_example(tx, node: torch.fx.Node, example: Any) -> Value:
     if example is not None:
         tx.ctx.graph.erase(node)
     return _constant_or_fail(example, node)
+
+
+def tensor_result(ctx, node: torch.fx.Node, fake: torch.Tensor) -> Value:
+    """The Value of an op's tensor result: the Value that already stands for
+    the same fake object when the op returned one of its inputs as it is (an
+    in-place op, eager's identity: OutputGraph.tensor_value_of), else a new
+    one.  The op's node stays in the graph (it may be the mutation); later
+    uses read the input's node, which at run time is that same object."""
+    known = ctx.graph.tensor_value_of(fake)
+    if known is not None:
+        return known
+    return _noted(ctx.graph, TensorValue(node, fake))
+
+
+def _noted(graph, value: "TensorValue") -> "TensorValue":
+    graph.note_tensor_value(value)
+    return value
 
 
 def _getitem_node(tx, node, i, example):

@@ -156,6 +156,7 @@ class VmapValue(Value):
         return out
 
     def _unbatch(self, tx, result: Value, level: int, level_node, batch, batch_node) -> Value:
+        from .tensor import tensor_result
         graph = tx.ctx.graph
         leaves, spec = tree_flatten(_to_tree(tx, result))
         dims = _broadcast_out_dims(self.out_dims, spec)
@@ -175,7 +176,8 @@ class VmapValue(Value):
                                            (leaf.node, level_node, batch_node, d), {},
                                            lambda leaf=leaf, d=d: torch._C._functorch._remove_batch_dim(
                                                leaf.fake, level, batch, d))
-            outs.append(kinds.TensorValue(node, fake))
+            # (an in-place body gives back the input itself, as eager's vmap does)
+            outs.append(tensor_result(tx.ctx, node, fake))
         return _from_tree(tree_unflatten(outs, spec))
 
 
