@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections as _collections
 import inspect
+import functools
 import types
 from typing import Any
 
@@ -91,7 +92,8 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
     if isinstance(raw, classmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
         return kinds.BoundMethodValue(_descriptor_func(tx, desc, owner, raw.__func__, "__func__"), cls_value)
-    if isinstance(raw, types.FunctionType):
+    if isinstance(raw, (types.FunctionType, functools._lru_cache_wrapper)):
+        # (an lru_cache-wrapped method binds as a function does: its __get__ makes a method)
         fv = wrap_class_attr(tx, cls, name, raw, owner)
         return fv if instance is None else kinds.BoundMethodValue(fv, instance)
     if isinstance(raw, property):
