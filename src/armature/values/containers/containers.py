@@ -501,6 +501,13 @@ class SliceValue(Value):
     def as_python_constant(self):
         return self.as_slice()
 
+    def reconstruct(self, out):
+        # (a slice with a bound known only at run time, ``xs[idx:]`` with a
+        # tensor ``idx``, left on the stack by a graph break at its use)
+        for part in (self.start, self.stop, self.step):
+            out.reconstruct(part)
+        out.instr("BUILD_SLICE", 3)
+
 
 class BoundContainerMethod(Value):
     def __init__(self, obj: Value, name: str):

@@ -1,0 +1,148 @@
+"""A list (tuple, range, ModuleList) indexed or sliced by a 0-d integer
+tensor: eager calls ``Tensor.__index__`` (the tensor's value), which the
+trace does not know, so the indexing runs natively at a graph break, as
+torch.compile's does (its ``.item()`` break).  Results as eager's for
+every index value (no recompile per value), and no more graphs than
+torch.compile.  Before, a slice with a tensor bound (``xs[idx:]``) ran the
+whole frame as Python: the slice left on the stack at the break could not
+be rebuilt (values/containers/containers.py ``SliceValue.reconstruct``)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+import armature
+from helpers import USING_TORCH, CountingBackend, assert_equal, reset, t
+
+pytestmark = pytest.mark.skipif(USING_TORCH, reason="compares armature with torch.compile itself")
+
+
+def index_made_list(x, idx):
+    xs = [x, x + 1, x + 2]
+    return xs[idx].sin() + 1
+
+
+def index_passed_list(xs, idx):
+    return xs[idx] * 2
+
+
+def index_tuple(x, idx):
+    return (x, x * 2, x * 3)[idx]
+
+
+def index_constants(x, idx):
+    return x * [10, 20, 30][idx]
+
+
+def slice_from(x, idx):
+    xs = [x, x + 1, x + 2]
+    return xs[idx:]
+
+
+def slice_to(x, idx):
+    ys = [x.sin(), x.cos(), x.tan()]
+    return ys[:idx], ys[idx::2]
+
+
+def store_at(x, idx):
+    xs = [x, x + 1, x + 2]
+    xs[idx] = x * 10
+    return xs
+
+
+def range_index(x, idx):
+    return x + range(5)[idx]
+
+
+LAYERS = nn.ModuleList([nn.Identity(), nn.ReLU(), nn.Tanh()])
+
+
+def module_list_index(x, idx):
+    return LAYERS[idx](x) + 1
+
+
+def index_made_in_frame(x):
+    xs = [x, x + 1, x + 2]
+    return xs[torch.tensor(1)].sin()
+
+
+def two_uses(x, idx):
+    xs = [x, x + 1, x + 2]
+    y = xs[idx]
+    return y.sin() + 1, xs[idx - 1]
+
+
+CASES = [index_made_list, index_tuple, index_constants, slice_from, slice_to, store_at, range_index,
+         module_list_index, two_uses]
+
+
+def run_calls(fn, calls, impl="armature"):
+    """Graphs over ``calls`` (compiled vs eager on each), for armature or
+    torch.compile (the oracle; results not compared)."""
+    counter = CountingBackend("eager")
+    reset()
+    torch._dynamo.reset()
+    try:
+        if impl == "armature":
+            compiled = armature.compile(fn, backend=counter)
+        else:
+            compiled = torch.compile(fn, backend=counter)
+        for args in calls:
+            got = compiled(*args)
+            if impl == "armature":
+                assert_equal(fn(*args), got, f"idx={args[-1]}")
+    finally:
+        torch._dynamo.reset()
+    return counter.frame_count
+
+
+def check(fn, calls):
+    oracle = run_calls(fn, calls, "torch")
+    graphs = run_calls(fn, calls)
+    assert graphs <= oracle, f"{graphs} graphs over {len(calls)} calls, torch.compile {oracle}"
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
+def test_list_indexed_by_a_0d_int_tensor(fn):
+    x = t(3)
+    check(fn, [(x, torch.tensor(i)) for i in (1, 2, 0, 1)])
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.bool])
+def test_index_dtypes(dtype):
+    check(index_made_list, [(t(3), torch.tensor(1, dtype=dtype))])
+
+
+def test_passed_in_list():
+    xs = [t(3), t(3), t(3)]
+    check(index_passed_list, [(xs, torch.tensor(i)) for i in (0, 2)])
+
+
+def test_index_made_in_the_frame():
+    x = t(3)
+    check(index_made_in_frame, [(x,), (x,)])
+
+
+@pytest.mark.parametrize("bad", [torch.tensor(1.0), torch.tensor([1, 2])], ids=["float", "two-elements"])
+def test_bad_index_raises_eagers_error(bad):
+    x = t(3)
+    with pytest.raises(TypeError) as eager:
+        index_made_list(x, bad)
+    reset()
+    with pytest.raises(TypeError) as compiled:
+        armature.compile(index_made_list, backend="eager")(x, bad)
+    assert str(compiled.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("fn", [slice_from, slice_to], ids=lambda f: f.__name__)
+def test_slice_with_a_tensor_bound_compiles_the_graph_before_it(fn):
+    # (the frame used to run as Python: the slice on the stack at the break
+    # could not be rebuilt)
+    x = t(3)
+    counter = CountingBackend("eager")
+    reset()
+    compiled = armature.compile(fn, backend=counter)
+    for i in (0, 2):
+        assert_equal(fn(x, torch.tensor(i)), compiled(x, torch.tensor(i)))
+    assert counter.frame_count == 1 and counter.op_count == 3 - (fn is slice_from), counter.op_targets()
