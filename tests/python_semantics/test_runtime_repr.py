@@ -91,19 +91,22 @@ def plain_repr(x):
 
 def plain_str(x):
     y = x.sin()
-    return y.cos(), str(Foo())
+    s = str(Foo())
+    return y.cos(), s
 
 
 def f_strings(x):
     y = x.sin()
     o = Foo()
-    return y.cos(), f"obj={o}!", f"{o!r} {o!s} {3}", "%s|%r" % (o, o)
+    texts = f"obj={o}!", f"{o!r} {o!s} {3}", "%s|%r" % (o, o)
+    return y.cos(), texts
 
 
 def format_builtin(x):
     y = x.sin()
     o = Foo()
-    return y.cos(), format(o), format(o, "")
+    texts = format(o), format(o, "")
+    return y.cos(), texts
 
 
 def joined(x):
@@ -117,12 +120,14 @@ def joined(x):
 def in_containers(x):
     y = x.sin()
     o = Foo()
-    return y.cos(), repr([o, 1]), repr((o,)), repr({"k": o}), [repr(o)], {"o": str(o)}
+    texts = repr([o, 1]), repr((o,)), repr({"k": o}), [repr(o)], {"o": str(o)}
+    return y.cos(), texts
 
 
 def slots_and_nested_repr(x):
     y = x.sin()
-    return y.cos(), repr(Slotted()), repr(Holder(Foo())), str(Holder(Foo()))
+    texts = repr(Slotted()), repr(Holder(Foo())), str(Holder(Foo()))
+    return y.cos(), texts
 
 
 def truth_and_type(x):
@@ -150,7 +155,8 @@ def returned_with_its_object(x):
     y = x.sin()
     o = Foo()
     o.y = y
-    return y.cos(), repr(o), o, f"[{o}]"
+    text, bracketed = repr(o), f"[{o}]"
+    return y.cos(), text, o, bracketed
 
 
 def test_the_address_is_the_returned_objects():
