@@ -46,7 +46,8 @@ def check(fn, calls, fresh_args=None):
     for i, g in enumerate(got):
         assert_equal(fn(*make(i)), g, f"call {i}")
     oracle, _ = graphs_over(fn, [make(i) for i in range(len(calls))], "torch")
-    assert ours <= oracle, f"armature {ours} graphs, torch.compile {oracle}"
+    # (0: torch.compile ran the frame as Python, as torch 2.11's does on class_dict_reads)
+    assert not oracle or ours <= oracle, f"armature {ours} graphs, torch.compile {oracle}"
 
 
 # --- cls.__dict__ and obj.__dict__ -------------------------------------------------

@@ -77,7 +77,7 @@ def check(fn, *args, graphs=1):
     for g in got:
         assert_equal(masked(expected), masked(g))
     assert ours == graphs, f"armature {ours} graphs"
-    if fn.__name__ not in NO_ORACLE:
+    if fn.__name__ not in NO_ORACLE and oracle:   # (0: torch.compile ran the frame as Python)
         assert ours <= oracle, f"armature {ours} graphs, torch.compile {oracle}"
     return got
 
