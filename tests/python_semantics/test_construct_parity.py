@@ -48,6 +48,7 @@ def check(fn, calls, fresh_args=None):
     oracle, _ = graphs_over(fn, [make(i) for i in range(len(calls))], "torch")
     # (0: torch.compile ran the frame as Python, as torch 2.11's does on class_dict_reads)
     assert not oracle or ours <= oracle, f"armature {ours} graphs, torch.compile {oracle}"
+    assert ours >= 1, "the frame ran as Python"
 
 
 # --- cls.__dict__ and obj.__dict__ -------------------------------------------------
@@ -113,6 +114,53 @@ def test_dict_of_an_object_made_in_the_frame():
     check(fresh_object_dict, [(t(3),), (t(3),)])
 
 
+class WithProperty:
+    k = 2
+
+    @property
+    def doubled(self):
+        return self.k * 2
+
+
+def property_from_class_dict(x):
+    prop = WithProperty.__dict__["doubled"]
+    return x * prop.fget(WithProperty()), prop.fset is None, prop.__doc__
+
+
+class VarsModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.n = 2
+
+    def forward(self, x):
+        d = vars(self)
+        self.extra = 5
+        names = [k for k in d if not k.startswith("_")]
+        values = [v for k, v in d.items() if k == "n"]
+        return self.lin(x) * d["n"], names, values, len(d) > 3, "extra" in d.keys(), type(d.keys()).__name__
+
+
+def test_property_fields_read_from_a_class_dict():
+    # was: the frame ran as Python ("the C __getattribute__ of property")
+    check(property_from_class_dict, [(t(3),), (t(3),)])
+
+
+def test_vars_of_a_module_iterated():
+    # was: the frame ran as Python ("vars() of <module>", then iterating its __dict__)
+    torch.manual_seed(0)
+    m = VarsModule()
+    x = t(2, 3)
+    counter = CountingBackend("eager")
+    reset()
+    compiled = armature.compile(copy.deepcopy(m), backend=counter, fullgraph=True)
+    for _ in range(2):
+        eager = copy.deepcopy(m)
+        assert_equal(eager(x), compiled(x))
+    # the second call sees the attribute the first one added: the keys guard recompiles once
+    assert counter.frame_count == 2
+
+
 # --- NumPy dtypes as arguments --------------------------------------------------------
 
 def numpy_dtype_argument(x, dt):
@@ -148,7 +196,7 @@ def test_lazy_module_called_with_other_inputs():
     for args, g in zip(inputs, got):
         assert_equal(m(*args), g)
     oracle, _ = graphs_over(m, inputs, "torch")
-    assert ours <= oracle
+    assert 1 <= ours <= oracle
 
 
 def test_lazy_module_materialised_by_the_compiled_call():
@@ -167,7 +215,7 @@ def test_lazy_module_materialised_by_the_compiled_call():
     assert_equal(eager.state_dict(), m.state_dict())
     torch.manual_seed(0)
     oracle, _ = graphs_over(LazyPair(), inputs, "torch")
-    assert counter.frame_count <= oracle
+    assert 1 <= counter.frame_count <= oracle
 
 
 # --- autograd.Function with modules among its arguments (reformer) -------------------------
@@ -231,4 +279,4 @@ def test_autograd_function_with_a_module_list_argument():
 
     expected, ours, oracle = run("eager"), run("armature"), run("torch")
     assert_equal(expected[:3], ours[:3])
-    assert ours[3] <= oracle[3], f"armature {ours[3]} graphs, torch.compile {oracle[3]}"
+    assert 1 <= ours[3] <= oracle[3], f"armature {ours[3]} graphs, torch.compile {oracle[3]}"

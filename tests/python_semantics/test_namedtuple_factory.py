@@ -116,7 +116,7 @@ def test_class_across_a_graph_break_does_not_recompile_per_call():
     reset()
     oracle = dynamo_graph_count(crosses_a_break, x)
     reset()
-    assert run_both(crosses_a_break, x, calls=5) <= oracle
+    assert 1 <= run_both(crosses_a_break, x, calls=5) <= oracle
 
 
 def test_stored_on_an_outside_object():

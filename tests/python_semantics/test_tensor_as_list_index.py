@@ -108,6 +108,7 @@ def check(fn, calls):
     oracle = run_calls(fn, calls, "torch")
     graphs = run_calls(fn, calls)
     assert not oracle or graphs <= oracle, f"{graphs} graphs over {len(calls)} calls, torch.compile {oracle}"
+    assert graphs >= 1, "the frame ran as Python"
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)

@@ -59,6 +59,9 @@ def _per_call_member(tx, owner: type) -> bool:
     return statement_of(owner) is not None
 
 
+_PROPERTY_FIELDS = frozenset({"fget", "fset", "fdel", "__doc__"})
+
+
 def find_class_attr(cls: type, name: str):
     """(raw attribute, owning class) along the MRO, without running descriptors."""
     for klass in cls.__mro__:
@@ -483,6 +486,10 @@ class ObjectValue(Value):
 
     # --- attribute protocol --------------------------------------------------------
     def getattr(self, tx, name):
+        if type(self.obj) is property and name in _PROPERTY_FIELDS and not self.is_new and self.source is not None:
+            # (a property read from a class __dict__, identity-guarded: its
+            # fields are read-only)
+            return wrap(tx.ctx, getattr(self.obj, name), AttrSource(self.source, name))
         cls_value = self._class_value(tx)
         ga, owner, _ = cls_value.lookup(tx, "__getattribute__")
         if ga is not object.__getattribute__ and ga not in _GENERIC_GETATTRIBUTE:

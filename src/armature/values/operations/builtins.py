@@ -229,6 +229,8 @@ def _vars(tx, *args):
     if len(args) != 1:
         raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
     obj = realize(tx.ctx, args[0])
+    if isinstance(obj, kinds.ModuleValue):   # (a module's instance dict: ``self.__dict__``)
+        return obj.getattr(tx, "__dict__")
     if not isinstance(obj, kinds.ObjectValue):
         raise Unsupported(f"vars() of {obj}")
     try:
