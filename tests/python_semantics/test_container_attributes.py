@@ -96,3 +96,18 @@ def test_hasattr_on_a_dict_passed_in(d):
 
 def test_getattr_default_on_a_dict():
     check(getattr_default, t(3), {"a": 2})
+
+
+def to_or_items(x):
+    # (PyTorch's test_dict_hasattr: a dict has no ``to``, so the second branch runs)
+    if hasattr(x, "to"):
+        return x.to("cpu")
+    if hasattr(x, "items"):
+        return torch.cos(x["a"])
+    return x
+
+
+def test_dict_or_tensor_by_hasattr():
+    from helpers import assert_same_calls
+    reset()
+    assert_same_calls(to_or_items, [({"a": t(3)},), (t(4),), ({"a": t(3)},)], fullgraph=True, graphs=2)
