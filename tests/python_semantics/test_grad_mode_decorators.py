@@ -52,6 +52,15 @@ def paren_no_grad(x):
     return g(x), x + 1, torch.is_grad_enabled()
 
 
+def annotated_no_closure(x):
+    # (PyTorch's test_context_wrapping_nested_functions_no_closure)
+    @torch.no_grad()
+    def augment(x: torch.Tensor) -> torch.Tensor:
+        return (x + 1) * 2
+
+    return augment(x), x * 3
+
+
 def bare_no_grad(x):
     @torch.no_grad
     def g(y):
@@ -192,7 +201,7 @@ def inference_mode_false(x):
     return g(x), x - 1
 
 
-ONE_GRAPH = [paren_no_grad, bare_no_grad, bare_enable_grad_inside_no_grad, enable_grad_made_inside_no_grad,
+ONE_GRAPH = [paren_no_grad, annotated_no_closure, bare_no_grad, bare_enable_grad_inside_no_grad, enable_grad_made_inside_no_grad,
              set_grad_enabled_decorator, stacked, with_kwargs_and_attributes, mutates_a_list,
              method_of_a_local_class, decorated_several_times, raises_inside, inference_mode_false]
 
