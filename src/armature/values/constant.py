@@ -90,11 +90,11 @@ class ConstantMethodValue(Value):
         self.obj, self.name = obj, name
 
     def call(self, tx, args, kwargs):
-        from .containers.containers import unwrap_constants
+        from .containers.containers import ListValue, TupleValue, unwrap_constants
         from .operations.strings import method_arguments
         args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
         if self.name == "join" and type(self.obj.value) is str and len(args) == 1 and not kwargs \
-                and type(args[0]).__name__ in ("TupleValue", "ListValue"):
+                and isinstance(args[0], (TupleValue, ListValue)):
             from .operations.runtime_text import join_with   # (an item holds an object's address)
             joined = join_with(tx, self.obj.value, args[0].items)
             if joined is not None:
