@@ -59,6 +59,8 @@ def make_slice(parts: list):
     """The Value of ``slice(*parts)`` (BUILD_SLICE, and 3.12's BINARY_SLICE/STORE_SLICE)."""
     if len(parts) == 2:
         parts.append(ConstantValue(None))
+    from ...values.tensors.tensor import known_index
+    parts = [p if (n := known_index(p)) is None else ConstantValue(n) for p in parts]   # (xs[torch.tensor(1):])
     if all(isinstance(p, ConstantValue) for p in parts):
         return ConstantValue(slice(*(p.value for p in parts)))
     return SliceValue(*parts)

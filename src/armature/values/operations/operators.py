@@ -436,6 +436,10 @@ def getitem(tx, obj: Value, index: Value) -> Value:
     obj, index = realize(tx.ctx, obj), concrete(tx, index)
     if isinstance(obj, TensorValue):
         return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
+    from ..tensors.tensor import known_index
+    n = known_index(index)
+    if n is not None:   # ``xs[torch.tensor(1)]``: eager's ``__index__``
+        index = ConstantValue(n)
     if hasattr(obj, "getitem"):
         return obj.getitem(tx, index)
     if isinstance(obj, ConstantValue):
