@@ -240,6 +240,9 @@ def _has_identity(value: Value) -> bool:
     from ..values.objects.objects import ObjectValue
     from ..values.stdlib.functools import PartialValue
     from ..values.stdlib.itertools import LazyIterator
+    from ..values.stdlib.namedtuple import MadeNamedTupleClassValue
+    from ..values.tensors.grad_decorators import GradModeDecoratedValue
     return isinstance(value, (ListValue, DictValue, ObjectValue, CellValue, NestedFunctionValue, ExceptionValue,
                               IteratorValue, LazyIterator, NewModuleValue, MadeClassValue,
-                              DecoratedFunctionValue, PartialValue))
+                              DecoratedFunctionValue, PartialValue, MadeNamedTupleClassValue,
+                              GradModeDecoratedValue))

@@ -90,9 +90,15 @@ class ConstantMethodValue(Value):
         self.obj, self.name = obj, name
 
     def call(self, tx, args, kwargs):
-        from .containers.containers import unwrap_constants
+        from .containers.containers import ListValue, TupleValue, unwrap_constants
         from .operations.strings import method_arguments
         args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
+        if self.name == "join" and type(self.obj.value) is str and len(args) == 1 and not kwargs \
+                and isinstance(args[0], (TupleValue, ListValue)):
+            from .operations.runtime_text import join_with   # (an item holds an object's address)
+            joined = join_with(tx, self.obj.value, args[0].items)
+            if joined is not None:
+                return joined
         a, k = unwrap_constants(args, kwargs, what=f"{type(self.obj.value).__name__}.{self.name}()")
         try:
             result = getattr(self.obj.value, self.name)(*a, **k)

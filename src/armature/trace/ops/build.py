@@ -59,6 +59,8 @@ def make_slice(parts: list):
     """The Value of ``slice(*parts)`` (BUILD_SLICE, and 3.12's BINARY_SLICE/STORE_SLICE)."""
     if len(parts) == 2:
         parts.append(ConstantValue(None))
+    from ...values.tensors.tensor import known_index
+    parts = [p if (n := known_index(p)) is None else ConstantValue(n) for p in parts]   # (xs[torch.tensor(1):])
     if all(isinstance(p, ConstantValue) for p in parts):
         return ConstantValue(slice(*(p.value for p in parts)))
     return SliceValue(*parts)
@@ -71,8 +73,8 @@ def build_slice(f, inst):
 
 @opcode("BUILD_STRING")
 def build_string(f, inst):
-    parts = f.popn(inst.arg)
-    f.push(ConstantValue("".join(p.as_python_constant() for p in parts)))
+    from ...values.operations.runtime_text import join_text
+    f.push(join_text(f, f.popn(inst.arg)))
 
 
 _CONVERSIONS = {1: str, 2: repr, 3: ascii}
@@ -83,11 +85,14 @@ def _format(f, value, spec: str):
     from ...values.base import concrete
     value = concrete(f, value)
     if not value.is_python_constant():
-        from ...values.operations.formatting import format_of
-        text = format_of(f, value, spec)
+        from ...values.operations.formatting import format_value
+        from ...values.operations.runtime_text import RuntimeTextValue
+        if isinstance(value, RuntimeTextValue) and not spec:   # (format(s, "") is s)
+            return value
+        text = format_value(f, value, spec)
         if text is None:
             raise Unsupported(f"formatting {value} into a string")
-        return ConstantValue(text)
+        return text
     try:
         return ConstantValue(format(value.as_python_constant(), spec))
     except (ValueError, TypeError) as e:  # a bad format spec: the program's own error
@@ -101,13 +106,20 @@ def _convert(f, value, conv: int):
     value = concrete(f, value)
     if value.is_python_constant():
         return ConstantValue(_CONVERSIONS[conv](value.as_python_constant()))
-    from ...values.operations.formatting import text_of
-    text = text_of(f, value, "str" if conv == 1 else "repr")
+    from ...values.operations.formatting import text_of, text_value
+    from ...values.operations.runtime_text import RuntimeTextValue
+    if conv == 1 and isinstance(value, RuntimeTextValue):
+        return value
+    if conv == 1 or conv == 2 and not isinstance(value, RuntimeTextValue):
+        text = text_value(f, value, "str" if conv == 1 else "repr")
+        if text is None:
+            raise Unsupported(f"formatting {value} into a string")
+        return text
+    text = text_of(f, value, "repr")
     if text is None:
         raise Unsupported(f"formatting {value} into a string")
-    if conv == 3:   # ascii(): repr with non-ASCII characters escaped
-        text = text.encode("ascii", "backslashreplace").decode("ascii")
-    return ConstantValue(text)
+    # ascii(): repr with non-ASCII characters escaped
+    return ConstantValue(text.encode("ascii", "backslashreplace").decode("ascii"))
 
 
 @opcode("FORMAT_VALUE", until=(3, 12))

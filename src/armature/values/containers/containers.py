@@ -38,6 +38,24 @@ def is_constant_tree(v: Value) -> bool:
     return False
 
 
+def container_attribute(v: Value, name: str) -> Value:
+    """``v.name`` for a builtin container (list, tuple, dict, set, a dict
+    view, and the collections types modelled on them): a method of its
+    type, or CPython's AttributeError (``hasattr(d, "foo")`` is False, not
+    a method that fails later).  Instances of these types have no
+    attributes of their own, except those of a type with an instance dict
+    (OrderedDict, namedtuple subclasses without ``__slots__``): one of those
+    from outside the frame may hold any attribute, which is not modelled."""
+    cls = v.python_type()
+    if any(name in vars(klass) for klass in cls.__mro__):
+        return BoundContainerMethod(v, name)
+    if cls.__dictoffset__ and v.source is not None:
+        raise Unsupported(f"attribute {name!r} of a {cls.__name__} from outside the frame "
+                          "(its instance dict is not modelled)")
+    from ...trace.ops.match import _type_name
+    raise user_error(AttributeError, f"'{_type_name(cls)}' object has no attribute '{name}'")
+
+
 class _Sequence(Value):
     mutable = False
 
@@ -96,7 +114,7 @@ class _Sequence(Value):
         raise Unsupported(f"{self.python_type().__name__}.{name}()")
 
     def getattr(self, tx, name):
-        return BoundContainerMethod(self, name)
+        return container_attribute(self, name)
 
     def _dunder(self, tx, name, args):
         """The special methods an instance of a list/tuple subclass reaches
@@ -330,7 +348,7 @@ class DictValue(Value):
         del self.items[k]
 
     def getattr(self, tx, name):
-        return BoundContainerMethod(self, name)
+        return container_attribute(self, name)
 
     def method(self, tx, name, args, kwargs):
         items = self.items
@@ -483,6 +501,13 @@ class SliceValue(Value):
     def as_python_constant(self):
         return self.as_slice()
 
+    def reconstruct(self, out):
+        # (a slice with a bound known only at run time, ``xs[idx:]`` with a
+        # tensor ``idx``, left on the stack by a graph break at its use)
+        for part in (self.start, self.stop, self.step):
+            out.reconstruct(part)
+        out.instr("BUILD_SLICE", 3)
+
 
 class BoundContainerMethod(Value):
     def __init__(self, obj: Value, name: str):
@@ -631,9 +656,7 @@ class SetValue(Value):
             tx.ctx.effects.container_mutated(self)
 
     def getattr(self, tx, name):
-        if self.cls is frozenset and name in _SET_MUTATORS:
-            raise user_error(AttributeError, f"'frozenset' object has no attribute '{name}'")
-        return BoundContainerMethod(self, name)
+        return container_attribute(self, name)
 
     def method(self, tx, name, args, kwargs):
         items = self.items
@@ -896,7 +919,7 @@ class DictViewValue(Value):
         return False
 
     def getattr(self, tx, name):
-        return BoundContainerMethod(self, name)
+        return container_attribute(self, name)
 
     def method(self, tx, name, args, kwargs):
         if name == "__len__" and not args:

@@ -179,6 +179,9 @@ def make_key(v: Value, tx=None, ctx=None) -> Any:
     if isinstance(v, kinds.ObjectValue) and tx is not None and isinstance(inspect.getattr_static(t, "__hash__"),
                                                                    types.FunctionType):
         return ValueKey(v, _UserHashed(v, _user_hash(tx, v, t), tx))
+    from ..operations.runtime_text import RuntimeTextValue
+    if isinstance(v, RuntimeTextValue):   # (hashed inside BUILD_MAP...: break where the text was made)
+        raise v.unknown_at_origin("hashing")
     raise Unsupported(f"dict key {v}: a {t.__name__} hashed by its own __hash__",
                       hint="keys hashed by identity (tensors, modules, functions, plain objects) or "
                            "by value (constants, tuples of them) are modelled")

@@ -10,8 +10,10 @@ is not, as nn.Module removes it from ``__dict__``), and a write through it
 is a write of the module's attribute that bypasses ``__setattr__``
 (replayed as ``mod.__dict__[name] = value``).  Membership is guarded key by
 key: an absent key by ``NOT_IN_DICT``, a present one by the guards of its
-value (which fail when the key is gone).  Iterating it, ``len``, ``keys()``
-and deleting through it are not modelled (a graph break).
+value (which fail when the key is gone).  Iterating it (``vars(self)``),
+``len``, ``keys()``/``values()``/``items()`` (live views) read its keys,
+guarded as a whole (``DICT_KEYS``).  Deleting through it is not modelled (a
+graph break).
 """
 from __future__ import annotations
 
@@ -78,12 +80,46 @@ class ModuleDictView(Value):
         self.owner.store_in_dict(tx, self._key(tx, index), value)
 
     def getattr(self, tx, name):
-        if name in ("get", "__contains__", "__getitem__", "__setitem__"):
+        if name in ("get", "__contains__", "__getitem__", "__setitem__", "keys", "values", "items"):
             return _ViewMethod(self, name)
         raise Unsupported(f"module.__dict__.{name}")
 
+    def names(self, tx) -> list[str]:
+        """The keys in order (``vars(self)`` iterated): the real dict's,
+        guarded, with the trace's pending writes (a new plain attribute goes
+        last; a deleted or registered one leaves)."""
+        from ...effects import DELETED
+        owner = self.owner
+        if owner.source is None:
+            raise Unsupported("iterating the __dict__ of a module made in the frame")
+        real = list(owner.mod.__dict__)
+        tx.ctx.guards.add(Guard(Kind.DICT_KEYS, AttrSource(owner.source, "__dict__"), real))
+        out = list(real)
+        for name, v in owner.attrs.items():
+            gone = v is DELETED or owner.write_kinds.get(name)
+            if gone and name in out:
+                out.remove(name)
+            elif not gone and name not in out:
+                out.append(name)
+        return out
+
+    def _keys(self, tx) -> list[str]:   # (for DictViewValue)
+        return self.names(tx)
+
+    def unpack(self, tx):
+        return [ConstantValue(k) for k in self.names(tx)]
+
+    def reconstruct(self, out):
+        if self.owner.source is None:
+            raise Unsupported("rebuilding the __dict__ of a module made in the frame")
+        out.reconstruct(self.owner)
+        out.instr("LOAD_ATTR", "__dict__")
+
+    def length(self, tx):
+        return len(self.names(tx))
+
     def truth(self, tx):
-        raise Unsupported("the truth of module.__dict__")
+        return bool(self.names(tx))
 
     def __repr__(self):
         return f"<__dict__ of {self.owner}>"
@@ -108,4 +144,6 @@ class _ViewMethod(Value):
         if self.name == "__setitem__" and len(args) == 2:
             view.setitem(tx, args[0], args[1])
             return ConstantValue(None)
+        if self.name in ("keys", "values", "items") and not args:
+            return kinds.DictViewValue(view, self.name)   # (live: reads the view's keys on each use)
         raise user_error(TypeError, f"dict.{self.name}() got {len(args)} arguments")

@@ -253,6 +253,9 @@ class _Realizer:
             return self.function(name, v)
         if isinstance(v, DecoratedFunctionValue) and isinstance(v.func, NestedFunctionValue):
             return v.kind(self.function(name, v.func))
+        from ..tensors.grad_decorators import GradModeDecoratedValue
+        if isinstance(v, GradModeDecoratedValue) and isinstance(v.fn, NestedFunctionValue):
+            return v.real(self.function(name, v.fn))   # ``@torch.no_grad()`` on a method
         if isinstance(v, kinds.DictValue) and name == "__annotations__" and v.is_python_constant():
             return dict(v.as_python_constant())
         if v.is_python_constant():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections as _collections
 import inspect
+import functools
 import types
 from typing import Any
 
@@ -58,6 +59,9 @@ def _per_call_member(tx, owner: type) -> bool:
     return statement_of(owner) is not None
 
 
+_PROPERTY_FIELDS = frozenset({"fget", "fset", "fdel", "__doc__"})
+
+
 def find_class_attr(cls: type, name: str):
     """(raw attribute, owning class) along the MRO, without running descriptors."""
     for klass in cls.__mro__:
@@ -91,7 +95,8 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
     if isinstance(raw, classmethod):
         desc = wrap_class_attr(tx, cls, name, raw, owner)
         return kinds.BoundMethodValue(_descriptor_func(tx, desc, owner, raw.__func__, "__func__"), cls_value)
-    if isinstance(raw, types.FunctionType):
+    if isinstance(raw, (types.FunctionType, functools._lru_cache_wrapper)):
+        # (an lru_cache-wrapped method binds as a function does: its __get__ makes a method)
         fv = wrap_class_attr(tx, cls, name, raw, owner)
         return fv if instance is None else kinds.BoundMethodValue(fv, instance)
     if isinstance(raw, property):
@@ -481,6 +486,10 @@ class ObjectValue(Value):
 
     # --- attribute protocol --------------------------------------------------------
     def getattr(self, tx, name):
+        if type(self.obj) is property and name in _PROPERTY_FIELDS and not self.is_new and self.source is not None:
+            # (a property read from a class __dict__, identity-guarded: its
+            # fields are read-only)
+            return wrap(tx.ctx, getattr(self.obj, name), AttrSource(self.source, name))
         cls_value = self._class_value(tx)
         ga, owner, _ = cls_value.lookup(tx, "__getattribute__")
         if ga is not object.__getattribute__ and ga not in _GENERIC_GETATTRIBUTE:

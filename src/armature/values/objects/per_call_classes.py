@@ -123,6 +123,10 @@ def wrap_per_call_class(ctx, cls: type, source: Source | None):
     add(Guard(Kind.DICT_KEYS, AttrSource(source, "__dict__"), list(cls.__dict__)))
     add(Guard(Kind.LEN_MATCH, AttrSource(source, "__bases__"), len(cls.__bases__)))
     value = kinds.ClassValue(cls, source)
+    if issubclass(cls, tuple):
+        from ..stdlib.namedtuple import NamedTupleClassValue, _is_namedtuple_class
+        if _is_namedtuple_class(cls):   # (made per call by collections.namedtuple)
+            value = NamedTupleClassValue(cls, source)
     state = _state(ctx)
     for other, other_value in state.values():
         if other is not cls and statement_of(other) is body:

@@ -129,10 +129,15 @@ def _format_rule(fmt):
     def handler(tx, *args, **kwargs):
         if len(args) == 1 and not kwargs:
             v = realize(tx.ctx, args[0])
-            from .formatting import text_of
-            text = text_of(tx, v, fmt.__name__)
+            from .formatting import text_value
+            from .runtime_text import RuntimeTextValue
+            if isinstance(v, RuntimeTextValue):   # (str/repr of text: itself / its quoted form)
+                if fmt is str:
+                    return v
+                raise Unsupported("repr() of text that holds the address of an object made in the frame")
+            text = text_value(tx, v, fmt.__name__)
             if text is not None:
-                return ConstantValue(text)
+                return text
         return fold_call(fmt, args, kwargs)
     return handler
 
@@ -224,6 +229,8 @@ def _vars(tx, *args):
     if len(args) != 1:
         raise user_error(TypeError, f"vars expected at most 1 argument, got {len(args)}")
     obj = realize(tx.ctx, args[0])
+    if isinstance(obj, kinds.ModuleValue):   # (a module's instance dict: ``self.__dict__``)
+        return obj.getattr(tx, "__dict__")
     if not isinstance(obj, kinds.ObjectValue):
         raise Unsupported(f"vars() of {obj}")
     try:

@@ -66,6 +66,9 @@ def _call_dunder(tx, value, name: str, raw, owner, args=()) -> str:
         from ...guards.sources import AttrSource
         fv = wrap(tx.ctx, inner, AttrSource(fv.source, "__wrapped__") if fv.source is not None else None)
     result = fv.call(tx, [value, *args], {})
+    from .runtime_text import RuntimeTextValue
+    if isinstance(result, RuntimeTextValue):   # (a __repr__ that formats an object made in the frame)
+        raise AddressUnknown(result)
     if not result.is_python_constant() or type(result.as_python_constant()) is not str:
         raise Unsupported(f"{owner.__qualname__}.{name} returned {result}, not a string known while tracing")
     return result.as_python_constant()
@@ -93,10 +96,78 @@ def text_of(tx, value, kind: str) -> str | None:
     if kind == "str":   # object.__str__ is repr()
         return text_of(tx, value, "repr")
     if value.is_new or value.source is None:
-        raise Unsupported(f"the default repr() of a {value.python_type().__qualname__} made in the frame "
-                          "(its address is not known while tracing)")
+        from .runtime_text import RuntimeTextValue
+        raise AddressUnknown(RuntimeTextValue.of_repr(tx, value))
     tx.ctx.guards.add(Guard(Kind.ID_MATCH, value.source, value.obj))
     return object.__repr__(value.obj)
+
+
+class AddressUnknown(Unsupported):
+    """Text that holds the default repr of an object made in the frame,
+    whose address exists only once residual code makes the object.  Callers
+    that can hand the text on unread use it as runtime text
+    (:func:`text_value`, values/operations/runtime_text.py); for the others
+    it is a graph break."""
+
+    def __init__(self, text):
+        super().__init__("the default repr() of an object made in the frame (its address is not known "
+                         "while tracing)")
+        self.text = text
+
+
+def text_value(tx, value, kind: str):
+    """:func:`text_of` as a Value: a constant, or runtime text holding
+    default reprs of objects made in the frame; for a list, tuple or dict
+    that holds such objects, its text built as CPython's repr builds it.
+    None when ``value`` is none of these."""
+    try:
+        text = text_of(tx, value, kind)
+    except AddressUnknown as e:
+        return e.text
+    if text is None and isinstance(value, (kinds.ListValue, kinds.TupleValue, kinds.DictValue)) and \
+            type(value) in (kinds.ListValue, kinds.TupleValue, kinds.DictValue) and \
+            getattr(value, "cls", list) in (list, tuple, dict):
+        return _container_text(tx, value)
+    return None if text is None else ConstantValue(text)
+
+
+def _element_text(tx, v):
+    v = realize(tx.ctx, v)
+    if v.is_python_constant():
+        return ConstantValue(repr(v.as_python_constant()))
+    text = text_value(tx, v, "repr")
+    if text is None:
+        raise Unsupported(f"repr() of {v}")
+    return text
+
+
+def _container_text(tx, value):
+    """repr() of a list/tuple/dict with an element whose text is known only
+    at run time: ``[a, b]``, ``(a,)``, ``{k: v}``, as list_repr, tuple_repr
+    and dict_repr join their elements' reprs."""
+    from .runtime_text import join_text
+    from ..containers.keys import ValueKey
+    parts = []
+    if isinstance(value, kinds.DictValue):
+        if any(isinstance(k, ValueKey) for k in value.items):
+            raise Unsupported("repr() of a dict with object keys")
+        for i, (k, v) in enumerate(value.items.items()):
+            parts += ([ConstantValue(", ")] if i else []) + [ConstantValue(repr(k) + ": "), _element_text(tx, v)]
+        return join_text(tx, [ConstantValue("{"), *parts, ConstantValue("}")])
+    for i, v in enumerate(value.items):
+        parts += ([ConstantValue(", ")] if i else []) + [_element_text(tx, v)]
+    if isinstance(value, kinds.TupleValue):
+        return join_text(tx, [ConstantValue("("), *parts, ConstantValue(",)" if len(value.items) == 1 else ")")])
+    return join_text(tx, [ConstantValue("["), *parts, ConstantValue("]")])
+
+
+def format_value(tx, value, spec: str):
+    """:func:`format_of` as a Value (see :func:`text_value`)."""
+    try:
+        text = format_of(tx, value, spec)
+    except AddressUnknown as e:
+        return e.text
+    return None if text is None else ConstantValue(text)
 
 
 def format_of(tx, value, spec: str) -> str | None:
@@ -126,7 +197,7 @@ def format_rule(tx, *args, **kwargs):
         value = realize(tx.ctx, args[0])
         spec = args[1].as_python_constant() if len(args) == 2 else ""
         if type(spec) is str and not value.is_python_constant():
-            text = format_of(tx, value, spec)
+            text = format_value(tx, value, spec)
             if text is not None:
-                return ConstantValue(text)
+                return text
     return fold_call(format, args, kwargs)

@@ -20,6 +20,7 @@ from ..numpy import is_ndarray_value
 from ..tensors.tensor import TensorValue, graph_call
 from ..builder import wrap_constant_result
 from .. import kinds
+from .runtime_text import RuntimeTextValue
 
 _INPLACE = frozenset(INPLACE_TO_BINARY)
 _SET_OPS = (operator.or_, operator.and_, operator.sub, operator.xor)
@@ -114,12 +115,29 @@ def _numpy_scalar_meeting_a_tensor(tx, a: Value, b: Value) -> tuple[Value, Value
     return a, b
 
 
+def _text_binary(op, a: Value, b: Value) -> Value:
+    """``+`` and ``* n`` of text holding an object's address
+    (values/operations/runtime_text.py); anything else needs its characters."""
+    base = INPLACE_TO_BINARY.get(op, op)
+    text, other = (a, b) if isinstance(a, RuntimeTextValue) else (b, a)
+    out = None
+    if base is operator.add:
+        out = text.concat(other, text is b)
+    elif base is operator.mul:
+        out = text.repeat(other)
+    if out is None:
+        raise text.unknown(f"operator {getattr(base, '__name__', base)}")
+    return out
+
+
 def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
     a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         a, b = _numpy_scalar_meeting_a_tensor(tx, a, b)
     if is_ndarray_value(a) or is_ndarray_value(b):
         return numpy_ops.binary(tx, op, a, b)
+    if isinstance(a, RuntimeTextValue) or isinstance(b, RuntimeTextValue):
+        return _text_binary(op, a, b)
     if isinstance(a, kinds.DictViewValue):
         return a.binary(tx, INPLACE_TO_BINARY.get(op, op), b, False)
     if isinstance(b, kinds.DictViewValue):
@@ -418,6 +436,10 @@ def getitem(tx, obj: Value, index: Value) -> Value:
     obj, index = realize(tx.ctx, obj), concrete(tx, index)
     if isinstance(obj, TensorValue):
         return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
+    from ..tensors.tensor import known_index
+    n = known_index(index)
+    if n is not None:   # ``xs[torch.tensor(1)]``: eager's ``__index__``
+        index = ConstantValue(n)
     if hasattr(obj, "getitem"):
         return obj.getitem(tx, index)
     if isinstance(obj, ConstantValue):

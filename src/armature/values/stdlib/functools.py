@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import weakref
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Kind
@@ -178,16 +179,22 @@ class LruCacheValue(Value):
                 "(call the undecorated function, fn.__wrapped__, to trace it)")
         args = [concrete(tx, a) for a in args]
         kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
-        if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
+        objects = [_identity_object(tx, v) if not v.is_python_constant() else None for v in args]
+        if not all(v.is_python_constant() for v in kwargs.values()) or \
+                any(o is None and not v.is_python_constant() for o, v in zip(objects, args)):
             raise Unsupported(f"calling the lru_cache-wrapped function {name} with arguments not known "
                               "while tracing", hint=hint)
-        a = [v.as_python_constant() for v in args]
+        if any(o is not None for o in objects) and len(tx.ctx.effects):
+            # (the method reads the object as it is now: the frame's pending writes are not in it)
+            raise Unsupported(f"calling the lru_cache-wrapped method {name} after the frame changed outside "
+                              "state", hint=hint)
+        a = [v.as_python_constant() if o is None else o for o, v in zip(objects, args)]
         k = {n: v.as_python_constant() for n, v in kwargs.items()}
         try:
             hash((tuple(a), tuple(k.items())))
         except TypeError:
             raise Unsupported(f"calling the lru_cache-wrapped function {name} with unhashable arguments")
-        _speculate_pure(tx, self, args, kwargs, name, hint)
+        _speculate_pure(tx, self, args, objects, kwargs, name, hint)
         try:
             real = self.fn(*a, **k)
         except Exception as e:  # noqa: BLE001  (the native call raises it)
@@ -196,7 +203,9 @@ class LruCacheValue(Value):
             raise Unsupported(f"the cache of {name} holds a mutable value", hint=hint)
         from ...guards.guard import Guard
         tx.ctx.guards.add(Guard(Kind.GLOBAL_STATE, None, text="___g(___c, ___a, ___k, ___v)",
-                                consts={"___g": _answers, "___c": self.fn, "___a": tuple(a), "___k": k,
+                                consts={"___g": _answers, "___c": self.fn,
+                                        "___a": tuple(_Ref(x) if o is not None else x for o, x in zip(objects, a)),
+                                        "___k": k,
                                         "___v": real},
                                 label=f"{name}(...) == {real!r}"))
         return ConstantValue(real)
@@ -209,8 +218,47 @@ class LruCacheValue(Value):
 
 def _answers(fn, args, kwargs, value) -> bool:
     """The guard of a cached call: the wrapper still returns ``value``."""
+    if any(type(x) is _Ref for x in args):
+        args = tuple(x.ref() if type(x) is _Ref else x for x in args)
+        if any(x is None for x in args):   # (the object died: its identity guard fails too)
+            return False
     r = fn(*args, **kwargs)
     return type(r) is type(value) and r == value
+
+
+class _Ref:
+    """An object argument of a cached call in its guard, held weakly (the
+    argument's identity guard keeps it the same object)."""
+    __slots__ = ("ref",)
+
+    def __init__(self, obj):
+        self.ref = weakref.ref(obj)
+
+
+def _identity_object(tx, v: Value):
+    """The real object behind ``v`` (an lru_cache-wrapped method's ``self``:
+    a module or an object from outside the frame) when the cache keys on
+    its identity (object's ``__hash__`` and ``__eq__``) and it can be held
+    weakly; its identity is then guarded.  None otherwise."""
+    from ..nn.modules import ModuleValue
+    from ..objects.objects import ObjectValue
+    if v.source is None:
+        return None
+    if isinstance(v, ModuleValue):
+        obj = v.mod
+    elif type(v) is ObjectValue and not v.is_new:
+        obj = v.obj
+    else:
+        return None
+    cls = type(obj)
+    if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__:
+        return None
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return None
+    _guard(tx.ctx, Kind.ID_MATCH, v.source, obj)
+    return obj
 
 
 _IMMUTABLE = (int, float, bool, str, bytes, complex, type(None), frozenset)
@@ -222,7 +270,7 @@ def _immutable(v) -> bool:
     return type(v) in _IMMUTABLE
 
 
-def _speculate_pure(tx, lru: LruCacheValue, args, kwargs, name: str, hint: str):
+def _speculate_pure(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hint: str):
     """Trace ``lru.fn.__wrapped__(*args, **kwargs)`` in a sandbox; its
     constant result if it is pure (calling it in a guard is then safe),
     else Unsupported.  What it read needs no guards of its own: the entry's
@@ -238,8 +286,14 @@ def _speculate_pure(tx, lru: LruCacheValue, args, kwargs, name: str, hint: str):
     sub.policy = DynamicPolicy(mode=False)
     sub.dynamic_sources = frozenset()
     fn_v = wrap(sub, wrapped, _attr_src(lru.source, "__wrapped__"))
+    # (an object argument is read afresh in the sandbox: nothing it reads
+    # there reaches the trace's own Value of it)
+    args = [a if o is None else wrap(sub, o, a.source) for a, o in zip(args, objects)]
     try:
-        out = make_frame(sub, fn_v, fn_v.bind(list(args), dict(kwargs), ctx=sub), tx).run()
+        frame = make_frame(sub, fn_v, fn_v.bind(list(args), dict(kwargs), ctx=sub), tx)
+        # (a number read from a module stays symbolic until used: its value
+        # here, guarded in the sandbox only, as the cache's answer is guarded)
+        out = concrete(frame, frame.run())
     except UserException as e:
         raise Unsupported(f"{name}() raises ({e}): not cached, the call runs natively", hint=hint) from e
     if len(sub.effects) or sub.graph.has_ops() or sub.graph.tensor_inputs() or sub.graph.attrs:

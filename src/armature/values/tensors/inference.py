@@ -127,6 +127,9 @@ def wrap_inference_mode(ctx, obj, source) -> Value:
 
 def make_inference_mode(tx, args, kwargs) -> Value:
     """``torch.inference_mode(mode=True)`` called in the trace."""
+    from .grad_decorators import decorate, is_function_argument
+    if is_function_argument(args, kwargs, "mode"):   # ``torch.inference_mode(fn)``: decorates fn
+        return decorate(tx, torch.inference_mode, True, args or [kwargs["mode"]], {})
     mode = args[0] if args else kwargs.get("mode", ConstantValue(True))
     if not mode.is_python_constant() or not isinstance(mode.as_python_constant(), bool):
         raise Unsupported("torch.inference_mode() applied to a function inside compiled code",

@@ -476,6 +476,25 @@ def _check_no_input_metadata_mutation(kind: str, target: Any, t: "TensorValue") 
                            f"use the out-of-place form (x = x.{name[:-1]}(...)) instead")
 
 
+# --- ``xs[torch.tensor(1)]``: a tensor the trace knows the value of, as an index -----
+
+def known_index(v: Value) -> int | None:
+    """``operator.index(v)`` as eager computes it, for a 0-d integer tensor
+    whose value the trace knows: one made in the frame from literals
+    (``torch.tensor(1)``), whose fake tensor carries its value
+    (``FakeTensor.constant``: FakeTensorMode computes it for small tensors
+    made from Python data and keeps it through the ops it runs on them, an
+    in-place write through a view included, dropping it where it cannot).
+    None otherwise (a graph input, a value it lost): the indexing then runs
+    natively at a graph break."""
+    if not isinstance(v, TensorValue):
+        return None
+    c = getattr(v.fake, "constant", None)
+    if not isinstance(c, torch.Tensor) or c.dim() != 0 or c.dtype.is_floating_point or c.dtype.is_complex:
+        return None
+    return int(c.item())
+
+
 def _as_subclass(tx, args, kwargs) -> Value:
     from . import torch_function
     t = realize(tx.ctx, args[0])

@@ -194,7 +194,20 @@ class GradModeValue(Value):
         if self.cls is not torch.set_grad_enabled:
             self.prev = tx.ctx.grad_enabled
             tx.ctx.set_grad_enabled(self.target)
+        elif tx.ctx.grad_enabled != self.target:   # (its __enter__ sets the mode it was made with)
+            tx.ctx.set_grad_enabled(self.target)
         return ConstantValue(None)
+
+    def call(self, tx, args, kwargs):
+        """Used as a decorator: ``_DecoratorContextManager.__call__``
+        (grad_decorators.py).  set_grad_enabled's first restores the mode
+        from before its constructor switched it."""
+        from .grad_decorators import decorate
+        decorated = decorate(tx, self.cls, None if self.cls in (torch.no_grad, torch.enable_grad) else self.target,
+                             args, kwargs)
+        if self.cls is torch.set_grad_enabled and self.prev is not None:
+            tx.ctx.set_grad_enabled(self.prev)
+        return decorated
 
     def exit(self, tx) -> Value:
         tx.ctx.set_grad_enabled(self.prev)
@@ -260,10 +273,13 @@ class GradModeClassValue(Value):
         if cls is torch.inference_mode:
             from .inference import make_inference_mode
             return make_inference_mode(tx, args, kwargs)
-        if cls is torch.no_grad:
-            return GradModeValue(cls, False)
-        if cls is torch.enable_grad:
-            return GradModeValue(cls, True)
+        if cls in (torch.no_grad, torch.enable_grad):
+            from .grad_decorators import decorate, is_function_argument
+            if is_function_argument(args, kwargs, "orig_func"):   # ``torch.no_grad(fn)``
+                return decorate(tx, cls, None, args or [kwargs["orig_func"]], {})
+            if args or kwargs:
+                raise Unsupported(f"{cls.__name__}() with arguments {args} {kwargs}")
+            return GradModeValue(cls, cls is torch.enable_grad)
         mode = (args[0] if args else kwargs["mode"]).as_python_constant()
         prev = tx.ctx.grad_enabled
         tx.ctx.set_grad_enabled(bool(mode))
