@@ -24,6 +24,7 @@ import pytest
 
 from helpers import USING_TORCH, armature_only, assert_same, compile_fn, t
 from python_semantics.support import check_program, xfail
+from machine import generous
 
 MARK = "# <- unsupported"
 
@@ -186,7 +187,6 @@ _PROGRAM = """
 import sys, torch
 sys.path.insert(0, {tests!r})
 from helpers import compile_fn, assert_equal
-from machine import generous
 
 def g(a, b):
     return a
