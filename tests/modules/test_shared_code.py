@@ -450,3 +450,88 @@ def test_regions_over_compiled_blocks_compile_the_block_once():
     assert len(merged) >= 3 and len(set(merged)) == 1
     assert merged == calls(uncompiled.graphs[0])
     assert all(not armature.cache_entries(b) for b in model.blocks)
+
+
+# --- the recipe on a transformer stack ------------------------------------
+
+class Attention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class LM(nn.Module):
+    def __init__(self, vocab=50, d=32, depth=4, ctx=12):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.layers = nn.ModuleList(TransformerBlock(d) for _ in range(depth))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+def _lm_per_block(compile_block):
+    torch.manual_seed(0)
+    m = LM()
+    for i, layer in enumerate(m.layers):
+        m.layers[i] = compile_block(layer)
+    return m
+
+
+def _tokens(step):
+    return torch.randint(0, 50, (2, 13), generator=torch.Generator().manual_seed(step))
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+def test_transformer_stack_compiled_per_block(training):
+    eager = _lm_per_block(lambda b: b)
+    counter = CountingBackend()
+    model = _lm_per_block(lambda b: armature.compile(b, backend=counter))
+    torch_counter = CountingBackend()
+    oracle = _lm_per_block(lambda b: torch.compile(b, backend=torch_counter))
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (eager, model, oracle)]
+    for step in range(3):
+        seq = _tokens(step)
+        losses = []
+        for m, opt in zip((eager, model, oracle), opts):
+            with torch.set_grad_enabled(training):
+                logits = m(seq[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, 50), seq[:, 1:].reshape(-1))
+            if training:
+                loss.backward()
+            losses.append((logits.detach(), loss.detach(), [p.grad for p in m.parameters()]))
+            if training:
+                opt.step()
+                opt.zero_grad()
+        assert_equal(losses[0][:2], losses[1][:2])
+        if training:
+            assert_equal(losses[0][2], losses[1][2])
+    assert counter.frame_count <= torch_counter.frame_count, (counter.frame_count, torch_counter.frame_count)
+    assert counter.frame_count == 1
+    for pe, pc in zip(eager.parameters(), model.parameters()):
+        assert_equal(pe, pc)
