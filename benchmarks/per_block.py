@@ -7,10 +7,12 @@ step takes (every block's first forward, then the backward).
 
 Blocks (self-contained, CPU, float32):
 
-* ``mlp``          LayerNorm-Linear-GELU-Linear with a residual, width 256,
-                   input 8x64x256
+* ``mlp``          LayerNorm-Linear-GELU-Linear with a residual, width 64,
+                   input 4x32x64
 * ``transformer``  a pre-LN transformer block (fused qkv, causal SDPA, 4
-                   heads, GELU MLP), width 128, input 4x64x128
+                   heads, GELU MLP), width 64, input 4x32x64
+
+Small on purpose: the first step is then compile work, not arithmetic.
 
 Every (block, depth, backend, compiler) measurement runs in a process of
 its own with a fresh ``TORCHINDUCTOR_CACHE_DIR`` and the FX graph and
@@ -54,7 +56,7 @@ def _block_classes():
     import torch.nn.functional as F
 
     class MLPBlock(nn.Module):
-        def __init__(self, d=256):
+        def __init__(self, d=64):
             super().__init__()
             self.ln = nn.LayerNorm(d)
             self.fc1 = nn.Linear(d, 4 * d)
@@ -64,7 +66,7 @@ def _block_classes():
             return x + self.fc2(F.gelu(self.fc1(self.ln(x))))
 
     class TransformerBlock(nn.Module):
-        def __init__(self, d=128, heads=4):
+        def __init__(self, d=64, heads=4):
             super().__init__()
             self.heads = heads
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -79,7 +81,7 @@ def _block_classes():
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
             return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
-    return {"mlp": (MLPBlock, (8, 64, 256)), "transformer": (TransformerBlock, (4, 64, 128))}
+    return {"mlp": (MLPBlock, (4, 32, 64)), "transformer": (TransformerBlock, (4, 32, 64))}
 
 
 def child(block: str, depth: int, backend: str, compiler: str, iters: int) -> dict:
