@@ -16,14 +16,19 @@ Small on purpose: the first step is then compile work, not arithmetic.
 
 Every (block, depth, backend, compiler) measurement runs in a process of
 its own with a fresh ``TORCHINDUCTOR_CACHE_DIR`` and the FX graph and
-autograd caches off (cold caches); the process has imported torch,
-armature and torch._dynamo and compiled nothing when the step starts.
+autograd caches off (cold caches), one torch thread; the process has
+imported torch, armature and torch._dynamo (from .pyc files, after one
+throw-away child) and compiled nothing when the step starts.  The two
+compilers alternate, rep by rep.
 ``--reps`` runs each; the table shows medians.  Per row:
 
 * ``first s``   the first training step: forward through the N compiled
                 blocks, ``out.square().mean().backward()``;
 * ``ratio``     armature's first step / torch.compile's (the target: 0.5 or
-                less);
+                less); ``ratio of CPU s``: the same of the process's CPU
+                time (``time.process_time``; steadier on a loaded machine,
+                but without inductor's compile workers, which are other
+                processes);
 * ``graphs``    graphs compiled (armature: distinct cache entries with a
                 graph over all blocks; torch.compile: Dynamo's unique
                 graphs); the backward's graphs come with them;
@@ -48,6 +53,8 @@ import tempfile
 import time
 
 COMPILERS = ("armature", "torch.compile")
+#: torch's threads in each child (both compilers alike: steadier on a shared machine)
+THREADS = 1
 
 
 def _block_classes():
@@ -89,6 +96,7 @@ def child(block: str, depth: int, backend: str, compiler: str, iters: int) -> di
     import torch._dynamo  # noqa: F401  (imported, as armature is: neither import is timed)
 
     import armature
+    torch.set_num_threads(THREADS)
     torch.manual_seed(0)
     cls, shape = _block_classes()[block]
     blocks = torch.nn.ModuleList(cls() for _ in range(depth))
@@ -105,9 +113,9 @@ def child(block: str, depth: int, backend: str, compiler: str, iters: int) -> di
 
     compile_fn = armature.compile if compiler == "armature" else torch.compile
     compiled = [compile_fn(b, backend=backend) for b in blocks]
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     out = step(compiled)
-    first = time.perf_counter() - t0
+    first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
     ref = step(reference)
     err = (out - ref).abs().max().item()
     for p, q in zip(blocks.parameters(), reference.parameters()):
@@ -121,6 +129,7 @@ def child(block: str, depth: int, backend: str, compiler: str, iters: int) -> di
         from torch._dynamo.utils import counters
         graphs = int(counters["stats"]["unique_graphs"])
     return {"block": block, "depth": depth, "backend": backend, "compiler": compiler, "first_s": first,
+            "first_cpu_s": first_cpu,
             "graphs": graphs, "steady_ratio": steady / eager, "steady_ms": steady * 1e3, "max_err": err}
 
 
@@ -137,7 +146,11 @@ def run_child(block: str, depth: int, backend: str, compiler: str, iters: int) -
     """One measurement in a fresh process with empty inductor caches."""
     with tempfile.TemporaryDirectory(prefix="per-block-bench-") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0",
-                   TORCHINDUCTOR_AUTOGRAD_CACHE="0")
+                   TORCHINDUCTOR_AUTOGRAD_CACHE="0", OMP_NUM_THREADS=str(THREADS))
+        # imports from .pyc files, as an installed package does (torch's are
+        # compiled at install; an environment that forbids writing them
+        # would charge armature's source compile to every measurement)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         cmd = [sys.executable, __file__, "--child", block, str(depth), backend, compiler, str(iters)]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
@@ -150,7 +163,8 @@ def table(results: list[dict]) -> str:
     for r in results:
         rows.setdefault((r["block"], r["depth"], r["backend"]), {}).setdefault(r["compiler"], []).append(r)
     head = ["block", "blocks", "backend", "armature first s", "torch.compile first s", "ratio",
-            "graphs (armature, torch.compile)", "steady vs eager (armature, torch.compile)", "max err"]
+            "ratio of CPU s", "graphs (armature, torch.compile)", "steady vs eager (armature, torch.compile)",
+            "max err"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (block, depth, backend), per in rows.items():
         def med(c, key):
@@ -161,7 +175,9 @@ def table(results: list[dict]) -> str:
             return "-" if v is None else format(v, spec)
         a, t = med("armature", "first_s"), med("torch.compile", "first_s")
         errs = [r["max_err"] for rs in per.values() for r in rs if "max_err" in r]
+        ac, tc = med("armature", "first_cpu_s"), med("torch.compile", "first_cpu_s")
         cells = [block, str(depth), backend, fmt(a), fmt(t), fmt(None if a is None or t is None else a / t),
+                 fmt(None if ac is None or tc is None else ac / tc),
                  f"{fmt(med('armature', 'graphs'), '.0f')}, {fmt(med('torch.compile', 'graphs'), '.0f')}",
                  f"{fmt(med('armature', 'steady_ratio'))}, {fmt(med('torch.compile', 'steady_ratio'))}",
                  fmt(max(errs) if errs else None, ".1e")]
@@ -180,14 +196,20 @@ def main(argv=None) -> None:
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true", help="mlp, 2 blocks, eager, one rep (a smoke run)")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the throw-away first child")
     a = ap.parse_args(argv)
     if a.child:
         block, depth, backend, compiler, iters = a.child
         print(json.dumps(child(block, int(depth), backend, compiler, int(iters))))
         return
     if a.quick:
-        a.blocks, a.depths, a.backends, a.reps, a.iters = "mlp", "2", "eager", 1, 2
+        a.blocks, a.depths, a.backends, a.reps, a.iters, a.no_warmup = "mlp", "2", "eager", 1, 2, True
     print(f"# load average at start: {os.getloadavg()}, {os.cpu_count()} cpus", flush=True)
+    if not a.no_warmup:
+        # one throw-away child: writes armature's .pyc files, reads torch's
+        # libraries into the page cache (regions.py's _warm_up)
+        r = run_child("mlp", 2, "eager", "armature", 1)
+        print(f"# warm-up child (not counted): {r.get('first_s', r.get('error', '?'))}", flush=True)
     results = []
     for block in a.blocks.split(","):
         for depth in (int(d) for d in a.depths.split(",")):
