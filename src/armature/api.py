@@ -262,13 +262,17 @@ class CompiledModule(torch.nn.Module):
         #: config.module_parameters for this module's compiled code (None: the
         #: config's; "inputs" for the modules FSDP manages: runtime/distributed.py)
         d["_armature_module_parameters"] = None
-        #: the caches shared with every module of this class compiled with
-        #: these settings (runtime/shared_code.py); registering the instance
-        #: now, before any call, lets the first compile know it is shared
-        d["_armature_group"] = _shared_code.for_module(mod, _module_call.__code__, backend, fullgraph, dynamic)
-        d["_armature_group"].add_instance(mod)
+        # the caches shared with every module of this class compiled with
+        # these settings; registering the instance now, before any call,
+        # lets the first compile know it is shared (runtime/shared_code.py)
+        self._armature_group()
         from .runtime.distributed import kind_of, runner_for
         d["_armature_distributed"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None
+
+    def _armature_group(self) -> _shared_code.SharedCode:
+        """This module's group (kept outside the instance, which copies and
+        pickles as before: a copy finds its group again)."""
+        return _shared_code.for_compiled_module(self, _module_call.__code__)
 
     def _compiled_call(self) -> CompiledFunction:
         mp = self._armature_module_parameters
@@ -278,7 +282,7 @@ class CompiledModule(torch.nn.Module):
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
                                   bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic,
-                                  group=self._armature_group, module_parameters=mp)
+                                  group=self._armature_group(), module_parameters=mp)
             cf = self._armature_forwards.setdefault(mp, cf)   # (threads: one cache for all)
         return cf
 

@@ -535,3 +535,49 @@ def test_transformer_stack_compiled_per_block(training):
     assert counter.frame_count == 1
     for pe, pc in zip(eager.parameters(), model.parameters()):
         assert_equal(pe, pc)
+
+
+def test_modules_compiled_twice_and_compiled_members():
+    """A compiled module compiled again, and blocks that hold a compiled
+    submodule: the wrappers are guarded by their class (never by comparing
+    a class with an instance), each class keeps its own code."""
+    torch.manual_seed(0)
+    lin, conv = nn.Linear(3, 3), nn.Conv1d(3, 3, 1)
+    twice = [armature.compile(armature.compile(m, backend="eager"), backend="eager") for m in (lin, conv)]
+    x2, x3 = torch.randn(2, 3), torch.randn(2, 3, 4)
+    for _ in range(2):
+        assert_equal(lin(x2), twice[0](x2))
+        assert_equal(conv(x3), twice[1](x3))
+    assert _cache(twice[0]) is not _cache(twice[1])
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = armature.compile(nn.Linear(4, 4), backend="eager")
+
+        def forward(self, x):
+            return torch.relu(self.inner(x)) + 1
+
+    holders = [Holder() for _ in range(3)]
+    eager = [copy.deepcopy(h) for h in holders]
+    counter = CountingBackend()
+    compiled = _compile_each(holders, counter)
+    x = torch.randn(2, 4)
+    for _ in range(2):
+        for c, e in zip(compiled, eager):
+            assert_equal(e(x), c(x))
+    assert counter.frame_count == 1
+
+
+def test_a_copy_of_a_compiled_block_shares_too():
+    """deepcopy (an EMA copy of a model of compiled blocks) works as it did,
+    and the copy joins the code's cache."""
+    blocks = _blocks(2)
+    counter = CountingBackend()
+    compiled = _compile_each(blocks, counter)
+    twin = copy.deepcopy(compiled[0])
+    x = _x()
+    eager = copy.deepcopy(blocks[0])
+    _check_step(twin, eager, x, grad=False)
+    _check_step(compiled[0], copy.deepcopy(blocks[0]), x, grad=False)
+    assert counter.frame_count == 1

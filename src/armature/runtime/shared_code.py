@@ -109,6 +109,9 @@ def for_module(mod, module_call_code: types.CodeType, backend, fullgraph: bool, 
     """The group of a compiled module: its class (whose ``forward`` the
     call runs; a forward patched on one instance is guarded like any
     attribute) and the settings."""
+    from ..api import CompiledModule
+    while type(mod) is CompiledModule:   # (compiled twice: what runs is the innermost module's forward)
+        mod = mod.__dict__["_orig_mod"]
     cls = type(mod)
     key = ("module", cls, backend, fullgraph, dynamic, _config_key())
     return _group(key, module_call_code, lambda: describe_forward(cls))
@@ -125,6 +128,23 @@ def _config_key() -> tuple:
 
 
 _OPTIONS = tuple(f.name for f in dataclasses.fields(config_mod.Config) if f.name != "recompile_limit")
+
+
+_OF_WRAPPER: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def for_compiled_module(wrapper, module_call_code: types.CodeType) -> SharedCode:
+    """The group of a CompiledModule, its module registered as an instance
+    (found again for a copy of the wrapper: nothing of it is stored on the
+    wrapper, which deep-copies and pickles as it did)."""
+    g = _OF_WRAPPER.get(wrapper)
+    if g is None:
+        d = wrapper.__dict__
+        mod = d["_orig_mod"]
+        g = for_module(mod, module_call_code, d["_armature_backend"], d["_armature_fullgraph"], d["_armature_dynamic"])
+        g.add_instance(mod)
+        _OF_WRAPPER[wrapper] = g
+    return g
 
 
 def describe_code(code: types.CodeType) -> str:
