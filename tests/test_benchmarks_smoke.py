@@ -105,3 +105,17 @@ def test_cpp_kernel_batches_benchmark_quick():
     for text in ("# round 1, one per kernel: compile", "# round 1, batched: compile", "resnet, 2 blocks, 1 rounds",
                  "compile s:  one per kernel", "steady ms (one process, interleaved, 1 thread)"):
         assert text in p.stdout, text
+
+
+def test_per_block_benchmark_quick(tmp_path):
+    """benchmarks/per_block.py (``./dev suite --per-block``): each compiler in
+    a child process; the table; armature's blocks share their graphs."""
+    out = tmp_path / "per_block.json"
+    p = run([os.path.join(ROOT, "benchmarks", "per_block.py"), "--quick", "--json", str(out)], timeout=300)
+    assert "| block | blocks | backend | armature first s |" in p.stdout
+    results = json.loads(out.read_text())
+    assert {r["compiler"] for r in results} == {"armature", "torch.compile"}
+    assert all("error" not in r for r in results), results
+    graphs = {r["compiler"]: r["graphs"] for r in results}
+    assert graphs["armature"] <= graphs["torch.compile"]
+    assert all(r["max_err"] < 1e-4 for r in results)

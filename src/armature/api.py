@@ -28,6 +28,7 @@ from .runtime.wrappers import TailCall
 from .runtime import cudagraphs as _cudagraphs
 from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
+from .runtime import shared_code as _shared_code
 
 log_recompiles = logs.artifact("recompiles")
 
@@ -38,7 +39,8 @@ class CompiledFunction:
     """A compiled Python function (or a function bound to one object)."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
-                 bound_self: Any = None, has_self: bool = False, dynamic: bool | None = None):
+                 bound_self: Any = None, has_self: bool = False, dynamic: bool | None = None,
+                 group: _shared_code.SharedCode | None = None, module_parameters: str | None = None):
         self._fn = fn
         #: the hidden argument of guard and transformed functions, made once
         #: (``**self._fn_arg, **kwargs`` costs what a keyword would)
@@ -49,14 +51,22 @@ class CompiledFunction:
         self._dynamic = dynamic
         self._self = bound_self
         self._has_self = has_self
-        self._cache: CodeCache = new_cache(fn.__code__)
+        #: the code's shared caches (user compiles: runtime/shared_code.py),
+        #: or None for a cache of its own (resume functions and the wrappers
+        #: of runtime/wrappers.py, shared by their own keys)
+        self._group = group
+        #: overrides config.module_parameters for this function ("inputs" for
+        #: the callees of a frame run natively: runtime/native_frames.py)
+        self._module_parameters: str | None = module_parameters
+        if group is not None:
+            group.add_instance(bound_self if has_self else fn)
+            self._cache: CodeCache = group.cache(module_parameters)
+        else:
+            self._cache = new_cache(fn.__code__)
         self._entries = self._cache.entries
         #: a resume function (its first call compiles under eager_then_compile:
         #: it inherits its caller's dynamism)
         self._resume = False
-        #: overrides config.module_parameters for this function ("inputs" for
-        #: the callees of a frame run natively: runtime/native_frames.py)
-        self._module_parameters: str | None = None
         #: {backend: CompiledFunction} for compiles under set_stance(force_backend=...)
         self._forced: dict = {}
         #: a call of this function starts a new CUDA-graph step (False for
@@ -116,7 +126,7 @@ class CompiledFunction:
             if cf is None:
                 cf = self._forced[st.force_backend] = CompiledFunction(
                     f, st.force_backend, self._fullgraph, bound_self=self._self, has_self=self._has_self,
-                    dynamic=self._dynamic)
+                    dynamic=self._dynamic, module_parameters=self._module_parameters)
                 cf._resume = self._resume
         entries = cf._entries
         if st.skip_guard_eval_unsafe and entries:
@@ -150,6 +160,9 @@ class CompiledFunction:
         waited on the lock first tries the entries another thread added
         meanwhile, so concurrent first calls make the entries one thread would."""
         f, fk = self._fn, self._fn_arg
+        if self._group is not None and self._module_parameters is None and self._group.shared() \
+                and config_mod.config.module_parameters == "attributes":
+            self._share_instances()
         cache = self._cache
         with cache.lock:
             entry = _entry_for(cache.entries, args, fk, kwargs)
@@ -158,6 +171,16 @@ class CompiledFunction:
         if entry is _RUN_EAGER:
             return f(*args, **kwargs)
         return entry.run(*args, **fk, **kwargs)
+
+    def _share_instances(self) -> None:
+        """Two or more instances are compiled for this code: from this miss
+        on, this function compiles (and looks up) in the code's cache whose
+        entries take module parameters as graph inputs, so one entry serves
+        every instance (runtime/shared_code.py).  Entries it made before
+        stay valid but are no longer consulted."""
+        self._module_parameters = "inputs"
+        self._cache = self._group.cache("inputs")
+        self._entries = self._cache.entries
 
     def _compile_miss(self, args, kwargs):
         """A new entry for this call, or _RUN_EAGER (the cache's lock held)."""
@@ -184,12 +207,7 @@ class CompiledFunction:
                                  f.__qualname__, cache.recompiles, reason, _whitelist_hint(cache, self._dynamic))
             if len(cache.entries) >= config_mod.config.recompile_limit:
                 cache.limit_hit = True
-                warnings.warn(
-                    f"armature: {f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}) "
-                    f"hit the recompile limit ({config_mod.config.recompile_limit}); new cases run as "
-                    f"plain Python from now on. Last reason: {reason}. Raise "
-                    f"armature.config.recompile_limit or make the changing value a tensor.",
-                    RuntimeWarning, stacklevel=3)
+                warnings.warn(_limit_message(self, reason), RuntimeWarning, stacklevel=3)
                 if _record.active:
                     _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
                                       f"last reason: {reason}", module=self._module_of_call())
@@ -265,8 +283,17 @@ class CompiledModule(torch.nn.Module):
         #: config.module_parameters for this module's compiled code (None: the
         #: config's; "inputs" for the modules FSDP manages: runtime/distributed.py)
         d["_armature_module_parameters"] = None
+        # the caches shared with every module of this class compiled with
+        # these settings; registering the instance now, before any call,
+        # lets the first compile know it is shared (runtime/shared_code.py)
+        self._armature_group()
         from .runtime.distributed import kind_of, runner_for
         d["_armature_distributed"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None
+
+    def _armature_group(self) -> _shared_code.SharedCode:
+        """This module's group (kept outside the instance, which copies and
+        pickles as before: a copy finds its group again)."""
+        return _shared_code.for_compiled_module(self, _module_call.__code__)
 
     def _compiled_call(self) -> CompiledFunction:
         mp = self._armature_module_parameters
@@ -275,8 +302,8 @@ class CompiledModule(torch.nn.Module):
         cf = self._armature_forwards.get(mp)
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
-                                  bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic)
-            cf._module_parameters = mp
+                                  bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic,
+                                  group=self._armature_group(), module_parameters=mp)
             cf = self._armature_forwards.setdefault(mp, cf)   # (threads: one cache for all)
         return cf
 
@@ -383,6 +410,18 @@ def is_compiled_module_type(cls: type) -> bool:
 
 
 _RUN_EAGER = object()
+
+
+def _limit_message(cf: CompiledFunction, reason: str) -> str:
+    f = cf._fn
+    limit = config_mod.config.recompile_limit
+    label = cf._cache.label or _shared_code.describe_code(f.__code__)
+    what = f"{label} hit the recompile limit ({limit} entries)"
+    if cf._group is not None:
+        what += (" -- the limit counts the entries of this code across every function and module "
+                 "compiled for it with these settings (per code, as torch.compile's)")
+    return (f"armature: {what}; new cases run as plain Python from now on. Last reason: {reason}. "
+            "Raise armature.config.recompile_limit or make the changing value a tensor.")
 
 #: callables implemented in C that armature.compile accepts (as torch.compile
 #: does): what is compiled is a Python function calling one
@@ -590,15 +629,17 @@ def compile(model: Callable | None = None, *, backend: str | Callable = "inducto
         if isinstance(obj, CompiledFunction):
             obj = obj._fn if not obj._has_self else types.MethodType(obj._fn, obj._self)
         if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
-            return CompiledFunction(obj.__func__, backend_fn, fullgraph, bound_self=obj.__self__, has_self=True,
-                                    dynamic=dynamic)
+            fn = obj.__func__
+            return CompiledFunction(fn, backend_fn, fullgraph, bound_self=obj.__self__, has_self=True,
+                                    dynamic=dynamic, group=_shared_code.for_function(fn, backend_fn, fullgraph, dynamic))
         if isinstance(obj, types.FunctionType):
-            return CompiledFunction(obj, backend_fn, fullgraph, dynamic=dynamic)
+            return CompiledFunction(obj, backend_fn, fullgraph, dynamic=dynamic,
+                                    group=_shared_code.for_function(obj, backend_fn, fullgraph, dynamic))
         if callable(obj):
             call = getattr(type(obj), "__call__", None)
             if isinstance(call, types.FunctionType):
-                return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True,
-                                        dynamic=dynamic)
+                return CompiledFunction(call, backend_fn, fullgraph, bound_self=obj, has_self=True, dynamic=dynamic,
+                                        group=_shared_code.for_function(call, backend_fn, fullgraph, dynamic))
             if isinstance(obj, _C_FUNCTIONS):   # torch.sin, math.exp: compiled as a call of it
                 return CompiledFunction(_calling(obj), backend_fn, fullgraph, dynamic=dynamic)
             raise TypeError(f"armature.compile: cannot compile {obj!r}: it is a {type(obj).__name__} "

@@ -35,7 +35,10 @@ class Config:
     #: "attributes" -- modules are guarded by identity and their parameters
     #:   and buffers are get_attr nodes of the GraphModule (the same tensor
     #:   objects): nothing to load per call, and backends see them as part of
-    #:   the graph.  Each module instance gets its own cache entry.
+    #:   the graph.  Each module instance gets its own cache entry -- except
+    #:   where two or more instances are compiled separately for one code
+    #:   (the per-block recipe): their shared cache takes parameters as
+    #:   inputs (runtime/shared_code.py).
     #: "inputs" -- modules are guarded by type only and parameters/buffers are
     #:   graph inputs, so one compiled graph serves every instance of a class
     #:   (e.g. one function called with many layers of the same kind).

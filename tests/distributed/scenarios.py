@@ -154,3 +154,4 @@ def train(model, params_of, steps=3, loss_fn=None, shape=(4, 512), lr=0.05):
 import scenarios_ddp  # noqa: E402,F401  (they register themselves)
 import scenarios_collectives  # noqa: E402,F401
 import scenarios_fsdp  # noqa: E402,F401
+import scenarios_per_block  # noqa: E402,F401

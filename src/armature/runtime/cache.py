@@ -1,4 +1,6 @@
-"""Cache entries and the per-code caches that hold them."""
+"""Cache entries and the per-code caches that hold them (shared by every
+callable compiled for one code with one set of settings:
+runtime/shared_code.py)."""
 from __future__ import annotations
 
 import threading
@@ -55,6 +57,9 @@ class CodeCache:
 
     code: types.CodeType
     entries: list[CacheEntry] = field(default_factory=list)
+    #: what messages call the code (a shared cache: runtime/shared_code.py);
+    #: None: the compiled function's own name
+    label: str | None = None
     recompiles: int = 0
     #: calls made through CompiledFunction.__call__ (the run report's "calls")
     calls: int = 0

@@ -865,9 +865,9 @@ def _wrap_compiled_module(ctx, mod, source) -> "CompiledModuleValue":
     """An armature-compiled module called from compiled code is traced as
     the module it wraps (composition: one graph, no compile of its own)."""
     if source is not None:
-        if ctx.config.module_parameters == "attributes":
+        if ctx.config.module_parameters == "attributes" and not is_generic_module_source(ctx, source):
             ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
-        else:
+        else:   # (the wrapper's class; the module it wraps is guarded as any module)
             ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(mod)))
     inner = wrap(ctx, mod.__dict__["_orig_mod"], AttrSource(source, "_orig_mod") if source is not None else None)
     return CompiledModuleValue(mod, inner, source)
