@@ -44,10 +44,20 @@ def test_keyword_argument_named_self():
     assert counter.frame_count == 1
 
 
-def test_compiled_module_truth_is_the_wrappers():
-    """As torch.compile's wrapper: no __len__, so true even around an empty
-    Sequential (tests/modules/test_module_states.py traces the same)."""
-    assert bool(armature.compile(nn.Sequential(), backend="eager")) is True
+@pytest.mark.parametrize(
+    "module", [nn.Sequential(), nn.Sequential(nn.Linear(3, 3)), nn.ModuleList(), nn.Linear(3, 3)],
+    ids=["empty-sequential", "sequential", "empty-modulelist", "linear"],
+)
+def test_compiled_module_truth_is_the_modules(module):
+    """A compiled container is as true, and as long, as the module it wraps
+    (#36: torch.compile's wrapper, having no __len__, is true around an empty
+    ModuleList; code that tests `if self.layers:` must not change meaning
+    when the layers are compiled). tests/modules/test_module_states.py
+    traces the same."""
+    compiled = armature.compile(module, backend="eager")
+    assert bool(compiled) is bool(module)
+    if hasattr(type(module), "__len__"):
+        assert len(compiled) == len(module)
 
 
 class Gate(nn.Module):

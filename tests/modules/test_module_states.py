@@ -155,7 +155,8 @@ def test_compiled_module_hooks_on_wrapper_are_honoured():
 
 
 def test_truth_of_compiled_module():
-    # the wrapper has no __len__: true even around an empty Sequential
+    # a compiled container is as true as the module it wraps: false around
+    # an empty Sequential
     # (eager here is the same code calling the same wrappers, uncompiled)
     empty = armature.compile(nn.Sequential(), backend="eager")
     lin = armature.compile(_lin(), backend="eager")
