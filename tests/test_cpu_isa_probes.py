@@ -145,17 +145,32 @@ def test_only_the_probes_the_pick_needs_run_and_the_answers_are_inductors(tmp_pa
             picked = str(C.pick_vec_isa())
         after_pick = len(calls)
         whole = [str(i) for i in C.valid_vec_isa_list()]
+        import contextvars
+        with config.patch({{"cpp.simdlen": 123}}):    # (does a thread started in a copy of this context see a patch?)
+            patched_context = contextvars.copy_context()
+        per_thread = patched_context.run(lambda: config.cpp.simdlen) == 123
+        all_calls = list(calls)
     """ + _serial_list().replace("inductor_pick = str(C.pick_vec_isa())", f"""
         with config.patch({patches!r}):
             inductor_pick = str(C.pick_vec_isa())""") + """
         print(json.dumps({"background": background, "after_pick": after_pick, "picked": picked,
                           "whole": whole, "serial": serial, "inductor_pick": inductor_pick,
-                          "read": read, "candidates": candidates}))
+                          "read": read, "candidates": candidates, "per_thread": per_thread,
+                          "all_calls": all_calls}))
     """, tmp_path)
-    # (in order, each once: AVX-512's probe also builds its bf16 check under the same name)
-    assert list(dict.fromkeys(isa for isa, _ in out["background"])) == _probes_the_pick_needs(out)
-    assert all(t == "armature-isa-probes" for _, t in out["background"])
-    assert out["after_pick"] == len(out["background"])   # (the pick asked nothing more)
+    needed = _probes_the_pick_needs(out)
+    if patches and not out["per_thread"]:
+        # torch 2.11: the compile's config overrides are process-wide, invisible to a background
+        # thread; the probes stay with the compiling thread's pick, still only those it reads
+        assert out["background"] == []
+        pick_calls = out["all_calls"][:out["after_pick"]]
+        assert list(dict.fromkeys(isa for isa, _ in pick_calls)) == needed
+        assert all(t == "MainThread" for _, t in pick_calls)
+    else:
+        # (in order, each once: AVX-512's probe also builds its bf16 check under the same name)
+        assert list(dict.fromkeys(isa for isa, _ in out["background"])) == needed
+        assert all(t == "armature-isa-probes" for _, t in out["background"])
+        assert out["after_pick"] == len(out["background"])   # (the pick asked nothing more)
     assert out["picked"] == out["inductor_pick"]
     assert out["whole"] == out["serial"] == [i for i in out["candidates"] if _passes(i)]
 

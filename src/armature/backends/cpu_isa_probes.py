@@ -41,7 +41,9 @@ probe, the others' answers change nothing.  So:
 The answers are exactly the ones inductor would compute; what changes is
 which are computed, and when.  Nothing is done where inductor would not
 probe (not x86, ``cpp.vec_isa_ok`` set: inductor's ``__bool__`` answers
-without building), for graphs without CPU tensors (a GPU graph need not pay
+without building), where the compile overrides inductor's config and this
+torch keeps overrides process-wide (2.11: a background thread would not see
+them, so the probes stay with the compiling thread, still only those read), for graphs without CPU tensors (a GPU graph need not pay
 for CPU probes) or once inductor's list has been computed in this process.
 A probe that fails in the background is asked again by the reader (inductor
 raising as it would); ``valid_vec_isa_list.cache_clear()`` puts inductor's
@@ -189,6 +191,13 @@ def _start(patches: dict[str, Any]) -> None:
         cache_info = getattr(inductors, "cache_info", None)
         if cache_info is None or cache_info().currsize:
             return   # (computed already, or not inductor's cached function: nothing to gain)
+        if patches and not _overrides_are_per_thread(config):
+            # (torch 2.11: a config.patch is process-wide and ends when the compile's `with` does, so
+            # a background thread could not see the compile's overrides -- a pick reading on for
+            # `cpp.simdlen`, the compiler the probes build with -- and would probe for other settings)
+            log_perf.debug("inductor CPU ISA probes left to inductor: this torch's config overrides "
+                           "(%s) are process-wide, not visible to a background thread", sorted(patches))
+            return
         with config.patch(patches):
             if config.cpp.vec_isa_ok is not None or config.is_fbcode():
                 return
@@ -216,6 +225,16 @@ def _start(patches: dict[str, Any]) -> None:
         _running, _installed = done, (cpu_vec_isa, inductors, valid_vec_isa_list)
     threading.Thread(target=_probe, args=(done, lazy, cpu_vec_isa.pick_vec_isa), name="armature-isa-probes",
                      daemon=True).start()
+
+
+def _overrides_are_per_thread(config) -> bool:
+    """Whether inductor's ``config.patch`` overrides live in context
+    variables (torch 2.13 on), so a thread started in a copy of the
+    compile's context sees them; in torch 2.11 they are module-wide and
+    undone when the compile's ``with`` ends."""
+    entries = getattr(config, "_config", None)
+    entry = next(iter(entries.values()), None) if isinstance(entries, dict) else None
+    return isinstance(getattr(entry, "user_override", None), contextvars.ContextVar)
 
 
 def _probe(done: threading.Event, lazy: LazyValidList, pick) -> None:
