@@ -17,54 +17,9 @@ import torch._dynamo
 
 import armature
 
-from tests.helpers import CountingBackend
-
-from .util import same
+from .util import check_with_oracle as check, seeded_calls as _tensors
 
 OPS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
-
-
-def _run(compile_fn, fn, calls, mark, check_results=True):
-    """Compiled over ``calls`` (each checked against eager, on arguments made
-    alike); the number of graphs."""
-    counter = CountingBackend("eager")
-    cf = compile_fn(fn, counter)
-    for i, make in enumerate(calls):
-        args = make()
-        if i == 0 and mark is not None:
-            mark(args)
-        got = cf(*args)
-        if check_results:
-            same(fn(*make()), got)
-    return counter.frame_count
-
-
-def check(fn, calls, mark_dims=(), dynamic=None, graphs=None):
-    """``calls``: functions making each call's arguments (fresh tensors);
-    ``mark_dims``: (argument index, dim) marked dynamic on the first call."""
-    def marker(mark_fn):
-        def mark(args):
-            for i, d in mark_dims:
-                mark_fn(args[i], d)
-        return mark if mark_dims else None
-    armature.reset()
-    ours = _run(lambda f, b: armature.compile(f, backend=b, dynamic=dynamic), fn, calls,
-                marker(armature.mark_dynamic))
-    torch._dynamo.reset()
-    try:
-        theirs = _run(lambda f, b: torch.compile(f, backend=b, dynamic=dynamic), fn, calls,
-                      marker(torch._dynamo.mark_dynamic), check_results=False)
-    finally:
-        torch._dynamo.reset()
-    assert ours <= theirs, f"armature compiled {ours} graphs, torch.compile {theirs}"
-    if graphs is not None:
-        assert ours == graphs
-    return ours
-
-
-def _tensors(*shapes):
-    """One call per shape: a fresh random tensor of that shape (seeded)."""
-    return [lambda s=s: (torch.randn(*s, generator=torch.Generator().manual_seed(sum(s))),) for s in shapes]
 
 
 # --------------------------------------------------------------------------

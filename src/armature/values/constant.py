@@ -92,6 +92,11 @@ class ConstantMethodValue(Value):
     def call(self, tx, args, kwargs):
         from .containers.containers import unwrap_constants
         from .operations.strings import method_arguments
+        if type(self.obj.value) is str and self.name == "format":
+            from .operations.deferred_text import str_format
+            deferred = str_format(tx, self.obj.value, args, kwargs)   # ("{} rows".format(n), n symbolic)
+            if deferred is not None:
+                return deferred
         args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
         a, k = unwrap_constants(args, kwargs, what=f"{type(self.obj.value).__name__}.{self.name}()")
         try:

@@ -72,7 +72,9 @@ def build_slice(f, inst):
 @opcode("BUILD_STRING")
 def build_string(f, inst):
     parts = f.popn(inst.arg)
-    f.push(ConstantValue("".join(p.as_python_constant() for p in parts)))
+    from ...values.operations.deferred_text import join
+    deferred = join(f, parts)   # (a field formatted from a symbolic number)
+    f.push(deferred if deferred is not None else ConstantValue("".join(p.as_python_constant() for p in parts)))
 
 
 _CONVERSIONS = {1: str, 2: repr, 3: ascii}
@@ -81,6 +83,10 @@ _CONVERSIONS = {1: str, 2: repr, 3: ascii}
 def _format(f, value, spec: str):
     """``format(value, spec)`` (f-string formatting after any conversion)."""
     from ...values.base import concrete
+    from ...values.operations.deferred_text import format_field
+    deferred = format_field(f, value, None, spec)   # (symbolic numbers: formatted at run time)
+    if deferred is not None:
+        return deferred
     value = concrete(f, value)
     if not value.is_python_constant():
         from ...values.operations.formatting import format_of
@@ -98,6 +104,10 @@ def _format(f, value, spec: str):
 def _convert(f, value, conv: int):
     """``str``/``repr``/``ascii`` of a value (the ``!s``/``!r``/``!a`` of an f-string)."""
     from ...values.base import concrete
+    from ...values.operations.deferred_text import format_field
+    deferred = format_field(f, value, "sra"[conv - 1])
+    if deferred is not None:
+        return deferred
     value = concrete(f, value)
     if value.is_python_constant():
         return ConstantValue(_CONVERSIONS[conv](value.as_python_constant()))

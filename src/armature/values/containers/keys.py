@@ -132,7 +132,7 @@ def make_key(v: Value, tx=None) -> Any:
     and specializes symbolic numbers, as hashing reads the value)."""
     if type(v) is LazyValue:
         v = v.realize(tx.ctx if tx is not None else None)
-    if isinstance(v, kinds.SymbolicNumberValue):
+    if isinstance(v, kinds.SymbolicNumberValue) or isinstance(v, kinds.FormattedStringValue):
         if tx is None:
             raise Unsupported(f"dict key {v}, a number not known while tracing")
         v = v.specialize(tx)

@@ -128,6 +128,11 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         return a.binary(tx, op, b)
     if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
         return _object_binary(tx, op, a, b)
+    if INPLACE_TO_BINARY.get(op, op) is operator.mod and isinstance(a, ConstantValue) and type(a.value) is str:
+        from .deferred_text import percent   # ("%d" % n, n symbolic: formatted at run time)
+        formatted = percent(tx, a, b)
+        if formatted is not None:
+            return formatted
     if isinstance(a, kinds.SymbolicNumberValue) or isinstance(b, kinds.SymbolicNumberValue):
         out = a.binary(tx, op, b, False) if isinstance(a, kinds.SymbolicNumberValue) else None
         if out is None and isinstance(b, kinds.SymbolicNumberValue) and not isinstance(a, TensorValue):
