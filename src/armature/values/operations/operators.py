@@ -393,6 +393,9 @@ def values_equal(tx, a: Value, b: Value) -> bool:
     ids = compare_ids(tx, operator.eq, a, b)   # (id(a) in [id(b), ...])
     if ids is not None:
         return ids.value
+    if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
+        # a user object's own __eq__ (reflected too), inside `in` and sequence equality as well
+        return compare_op(tx, operator.eq, a, b).truth(tx)
     if isinstance(a, (kinds.DictViewValue, kinds.InstanceDictValue)):
         return a.equals(tx, b)
     if isinstance(b, (kinds.DictViewValue, kinds.InstanceDictValue)):
@@ -427,6 +430,8 @@ def contains(tx, item: Value, container: Value) -> bool:
             return m.call(tx, [item], {}).truth(tx)
         return any(values_equal(tx, item, v) for v in tx.iterate(container))
     if isinstance(container, ConstantValue):
+        if type(container.value) in (tuple, list) and not item.is_python_constant():
+            return any(values_equal(tx, item, ConstantValue(v)) for v in container.value)   # (a user __eq__)
         return bool(_fold(operator.contains, container.value, item.as_python_constant()))
     if isinstance(container, TensorValue):
         raise Unsupported("`in` on a tensor depends on its data")
