@@ -196,3 +196,12 @@ def test_attention_layer_one_graph():
     check(Attention(), lengths[:1], graphs=1, breaks=0)
     check(Attention(), lengths, mark_dims=[(0, 1)], graphs=1, breaks=0)
     check(Attention(), lengths + seeded_calls((3, 4, 8), (4, 6, 8)), graphs=3)   # (static, length, batch)
+
+
+def indexed(x):
+    text = f"{x.shape[0]}x"
+    return x + 1, text[0], text[-1:], text[::-1]
+
+
+def test_indexing_specialises():
+    check(indexed, seeded_calls(*SIZES))

@@ -91,6 +91,10 @@ class FormattedStringValue(Value):
     def unpack(self, tx):
         return self.specialize(tx).unpack(tx)
 
+    def getitem(self, tx, index):
+        from .operators import getitem
+        return getitem(tx, self.specialize(tx), index)
+
     def reconstruct(self, out):
         n = 0
         for p in self.parts:
