@@ -158,7 +158,13 @@ def branches(x):
     return x
 
 
-CASES = [vs_constant_tuples, vs_symbolic_tuples, vs_lists, vs_sizes, reflected, nested, branches]
+def as_keys(x):
+    # a size as a dict key and set member (hashes and compares as a tuple)
+    d = {x.shape: 1, (5, 5): 2}
+    return x + 1, d.get((x.shape[0], 3)), x.shape in {(4, 3), (6, 3)}
+
+
+CASES = [vs_constant_tuples, vs_symbolic_tuples, vs_lists, vs_sizes, reflected, nested, branches, as_keys]
 SIZES = [(4, 3), (5, 3), (6, 3), (9, 3)]
 
 

@@ -193,7 +193,8 @@ def _user_hash(tx, v: Value, t: type) -> int:
 
 
 def _tuple_hash(cls: type) -> bool:
-    return cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
+    # (torch.Size hashes and compares as a tuple, through slots of its own on Python 3.14)
+    return cls is torch.Size or cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
 
 
 def _one_value_per_object(v: Value) -> bool:

@@ -34,7 +34,10 @@ _ORDERINGS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge
 
 
 def _kind(cls: type) -> type | None:
-    """tuple or list when ``cls`` compares as that builtin does."""
+    """tuple or list when ``cls`` compares as that builtin does (torch.Size
+    does, through slots of its own from torch 2.15 on)."""
+    if cls is torch.Size:
+        return tuple
     for base in (tuple, list):
         if issubclass(cls, base):
             same = all(getattr(cls, d, None) is getattr(base, d)
