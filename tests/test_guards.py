@@ -447,9 +447,8 @@ def test_module_training_flag():
 
 
 def test_module_int_attribute():
-    # A number stored on a module and used in tensor arithmetic enters the
-    # graph as an input (values/tensors/symbolic.py): a new value is just read, no
-    # recompile, right answer.
+    # An int stored on a module is a constant of the graph, guarded by value
+    # (as torch.compile keeps it static): a new value recompiles, right answer.
     m = Branchy()
     cm = compiled(m)
     x = rand(2, 3)
@@ -457,6 +456,23 @@ def test_module_int_attribute():
     run(cm, m, x)
     assert n_entries(cm) == 1
     m.k = 5
+    run(cm, m, x)
+    assert n_entries(cm) == 2
+    m.k = 2
+    run(cm, m, x)
+    assert n_entries(cm) == 2   # the first entry serves again
+
+
+def test_module_float_attribute():
+    # A float stored on a module and used in tensor arithmetic enters the
+    # graph as an input (values/tensors/symbolic.py): a new value is just
+    # read, no recompile, right answer.
+    m = Branchy()
+    m.k = 2.0
+    cm = compiled(m)
+    x = rand(2, 3)
+    run(cm, m, x)
+    m.k = 5.5
     run(cm, m, x)
     assert n_entries(cm) == 1
 

@@ -508,7 +508,14 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
         if g is None or g == "unbound" or g.source is None:
             continue
         if g.kind is Kind.CONSTANT_MATCH and type(g.expected) in (int, float):
-            cache.dynamic_sources.add(g.source)
+            if _module_int(f, g, args, kwargs):
+                if entry is cache.entries[0]:
+                    log_recompiles.debug("%s is an int attribute of a module: static, as torch.compile keeps it "
+                                         "(recompiled with the new value); to make it dynamic, list it in "
+                                         "ARMATURE_DYNAMIC_SOURCES, set armature.config."
+                                         "allow_unspec_int_on_nn_module, or make it a tensor", g.source)
+            else:
+                cache.dynamic_sources.add(g.source)
         if g.kind in (Kind.TENSOR_MATCH, Kind.SHAPE, Kind.CONSTANT_MATCH):
             # automatic dynamic: every input dim (and int argument) whose
             # value changed, not only the first guard that noticed, so a
@@ -527,6 +534,14 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             cache.dynamic_sources.add(g.source)
         if g.kind is Kind.ID_MATCH and isinstance(g.source, LocalSource) and _another_instance(f, g, args, kwargs):
             cache.dynamic_sources.add(g.source)
+
+
+def _module_int(f, g, args, kwargs) -> bool:
+    """An int attribute of a module: static (values/nn/modules.module_number)."""
+    if type(g.expected) is not int or config_mod.config.allow_unspec_int_on_nn_module:
+        return False
+    from .values.nn.modules import is_module_number_source
+    return is_module_number_source(f, g.source, args, kwargs)
 
 
 def _another_instance(f, g, args, kwargs) -> bool:
@@ -576,7 +591,7 @@ def _note_all_changes(cache, f, entry, args, kwargs) -> None:
             _note_changed_dims(cache, f, g, args, kwargs)
         elif g.kind is Kind.CONSTANT_MATCH and type(g.expected) is int and g.source not in cache.dynamic_sources:
             now = read_source(f, g.source, args, kwargs)
-            if type(now) is int and now != g.expected:
+            if type(now) is int and now != g.expected and not _module_int(f, g, args, kwargs):
                 cache.dynamic_sources.add(g.source)
 
 

@@ -271,3 +271,22 @@ def test_container_structure_changes_between_calls():
     assert_same_calls(dict_input, [({"w": t(2, 3), "x": t(3, 4), "b": t(4)},), ({"b": t(4), "w": t(2, 3), "x": t(3, 4)},)])
     assert_same_calls(none_is_not, [(t(3), None), (t(3), t(3)), (t(3), None)])
     assert_same_calls(list_of_constants, [(t(3), [2, 5]), (t(3), [3, 5]), (t(3), [2, 5, 1])])
+
+
+class _EqualsEverything:
+    """A user object whose ``__eq__`` says True to anything (unhashable)."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+def _user_eq_in_containers(x, o):
+    return x + 1, (1, o) == (1, 5), 5 in [o], [o] == [3], (o,) != (2,), (2, 5) == (2, o), o in (4,)
+
+
+def test_user_eq_inside_sequences_and_in():
+    # PyObject_RichCompareBool inside tuple/list equality and `in` calls the
+    # object's own __eq__ (reflected too); it used to answer False
+    assert_same(_user_eq_in_containers, t(2), _EqualsEverything())

@@ -302,6 +302,29 @@ def hf_mistral():
 
 
 @_seeded
+def hf_trocr():
+    """TrOCR's decoder (causal LM): its attention checks
+    ``attn_weights.size() != (bsz * self.num_heads, tgt_len, src_len)`` and
+    formats that tuple into its error message (a static size compared with
+    a tuple holding a module's int attribute: tests/dynamic)."""
+    from transformers import TrOCRConfig, TrOCRForCausalLM
+    config = TrOCRConfig(vocab_size=VOCAB, d_model=HIDDEN, decoder_layers=LAYERS, decoder_attention_heads=HEADS,
+                         decoder_ffn_dim=2 * HIDDEN, max_position_embeddings=64, dropout=0.0,
+                         attention_dropout=0.0, activation_dropout=0.0)
+    return Case(TrOCRForCausalLM(config), lambda: ((_token_ids(),), {"use_cache": False}))
+
+
+@_seeded
+def hf_xglm():
+    """XGLM (causal LM): the same shape checks and messages as TrOCR."""
+    from transformers import XGLMConfig, XGLMForCausalLM
+    config = XGLMConfig(vocab_size=VOCAB, d_model=HIDDEN, num_layers=LAYERS, attention_heads=HEADS,
+                        ffn_dim=2 * HIDDEN, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0,
+                        activation_dropout=0.0)
+    return Case(XGLMForCausalLM(config), lambda: ((_token_ids(),), {"use_cache": False}))
+
+
+@_seeded
 def hf_t5_generation():
     """T5 with its LM head, for the greedy decoding test (test_models.py)."""
     from transformers import T5Config, T5ForConditionalGeneration
@@ -394,5 +417,7 @@ BUILDERS = {
     "qwen2": hf_qwen2,
     "mistral": hf_mistral,
     "t5_lm": hf_t5_generation,
+    "trocr": hf_trocr,
+    "xglm": hf_xglm,
     "timm_vit_drop_path": timm_vit_drop_path,
 }

@@ -152,10 +152,12 @@ def realize(ctx, v: Value) -> Value:
 
 
 def concrete(tx, v: Value) -> Value:
-    """``v`` with symbolic numbers specialised (guarded), for operations that
-    need the actual value."""
+    """``v`` with symbolic numbers (and strings formatted from them)
+    specialised (guarded), for operations that need the actual value."""
     v = realize(tx.ctx, v)
-    return v.specialize(tx) if isinstance(v, kinds.SymbolicNumberValue) else v
+    if isinstance(v, kinds.SymbolicNumberValue) or isinstance(v, kinds.FormattedStringValue):
+        return v.specialize(tx)
+    return v
 
 
 def get_attribute(tx, v: Value, name: str) -> Value:

@@ -92,6 +92,11 @@ class ConstantMethodValue(Value):
     def call(self, tx, args, kwargs):
         from .containers.containers import ListValue, TupleValue, unwrap_constants
         from .operations.strings import method_arguments
+        if type(self.obj.value) is str and self.name == "format":
+            from .operations.deferred_text import str_format
+            deferred = str_format(tx, self.obj.value, args, kwargs)   # ("{} rows".format(n), n symbolic)
+            if deferred is not None:
+                return deferred
         args = method_arguments(tx, self.obj.value, self.name, args)   # (sep.join(generator))
         if self.name == "join" and type(self.obj.value) is str and len(args) == 1 and not kwargs \
                 and isinstance(args[0], (TupleValue, ListValue)):

@@ -57,6 +57,7 @@ HOMES: dict[str, str] = {
     "ObjectValue": "objects.objects",
     "SuperValue": "objects.objects",
     "wrap_class_attr": "objects.objects",
+    "FormattedStringValue": "operations.deferred_text",
     "IdValue": "operations.identity",
     "DefaultDictValue": "stdlib.collections",
     "DequeValue": "stdlib.collections",

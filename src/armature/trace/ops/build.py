@@ -73,8 +73,16 @@ def build_slice(f, inst):
 
 @opcode("BUILD_STRING")
 def build_string(f, inst):
-    from ...values.operations.runtime_text import join_text
-    f.push(join_text(f, f.popn(inst.arg)))
+    parts = f.popn(inst.arg)
+    from ...values.operations.deferred_text import FormattedStringValue, join
+    from ...values.operations.runtime_text import RuntimeTextValue, join_text
+    if any(isinstance(p, RuntimeTextValue) for p in parts):
+        # (an object's address joined at run time: fields from symbolic numbers are specialised)
+        parts = [p.specialize() if isinstance(p, FormattedStringValue) else p for p in parts]
+        f.push(join_text(f, parts))
+        return
+    deferred = join(f, parts)   # (a field formatted from a symbolic number)
+    f.push(deferred if deferred is not None else join_text(f, parts))
 
 
 _CONVERSIONS = {1: str, 2: repr, 3: ascii}
@@ -83,6 +91,10 @@ _CONVERSIONS = {1: str, 2: repr, 3: ascii}
 def _format(f, value, spec: str):
     """``format(value, spec)`` (f-string formatting after any conversion)."""
     from ...values.base import concrete
+    from ...values.operations.deferred_text import format_field
+    deferred = format_field(f, value, None, spec)   # (symbolic numbers: formatted at run time)
+    if deferred is not None:
+        return deferred
     value = concrete(f, value)
     if not value.is_python_constant():
         from ...values.operations.formatting import format_value
@@ -103,6 +115,10 @@ def _format(f, value, spec: str):
 def _convert(f, value, conv: int):
     """``str``/``repr``/``ascii`` of a value (the ``!s``/``!r``/``!a`` of an f-string)."""
     from ...values.base import concrete
+    from ...values.operations.deferred_text import format_field
+    deferred = format_field(f, value, "sra"[conv - 1])
+    if deferred is not None:
+        return deferred
     value = concrete(f, value)
     if value.is_python_constant():
         return ConstantValue(_CONVERSIONS[conv](value.as_python_constant()))

@@ -133,7 +133,7 @@ def make_key(v: Value, tx=None, ctx=None) -> Any:
     stands for it where a real container's keys are read without a frame)."""
     if type(v) is LazyValue:
         v = v.realize(tx.ctx if tx is not None else None)
-    if isinstance(v, kinds.SymbolicNumberValue):
+    if isinstance(v, kinds.SymbolicNumberValue) or isinstance(v, kinds.FormattedStringValue):
         if tx is None:
             raise Unsupported(f"dict key {v}, a number not known while tracing")
         v = v.specialize(tx)
@@ -199,7 +199,8 @@ def _user_hash(tx, v: Value, t: type) -> int:
 
 
 def _tuple_hash(cls: type) -> bool:
-    return cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
+    # (torch.Size hashes and compares as a tuple, through slots of its own on Python 3.14)
+    return cls is torch.Size or cls.__hash__ is tuple.__hash__ and cls.__eq__ is tuple.__eq__
 
 
 def _one_value_per_object(v: Value) -> bool:

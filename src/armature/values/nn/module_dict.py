@@ -61,9 +61,8 @@ class ModuleDictView(Value):
         item_src = ItemSource(AttrSource(src, "__dict__"), name) if src is not None else None
         value = d[name]
         if type(value) in (int, float) and item_src is not None:
-            # a counter kept on the module: symbolic, guarded only if its value is needed
-            tx.ctx.guards.add(Guard(Kind.TYPE_MATCH, item_src, type(value)))
-            return kinds.SymbolicNumberValue(value, item_src, tx.ctx)
+            from .modules import module_number   # (static ints, lazily guarded floats)
+            return module_number(tx.ctx, value, item_src)
         return realize(tx.ctx, wrap(tx.ctx, value, item_src))
 
     def getitem(self, tx, index):

@@ -68,8 +68,9 @@ def _is_pure(fn) -> bool:
 #: builtins whose rules take symbolic numbers as they are: print, min, max and
 #: abs keep them symbolic; isinstance and type only ask their type (which a
 #: dynamic size has without being specialised: transformers asks
-#: ``isinstance(past_seen_tokens, torch.Tensor)`` of the KV-cache length)
-_SYMBOLIC_AWARE = frozenset({print, min, max, abs, isinstance, type})
+#: ``isinstance(past_seen_tokens, torch.Tensor)`` of the KV-cache length);
+#: str, repr and format format them at run time (operations/deferred_text.py)
+_SYMBOLIC_AWARE = frozenset({print, min, max, abs, isinstance, type, str, repr, format})
 
 
 def fold_call(fn, args, kwargs) -> Value:
@@ -135,6 +136,10 @@ def _format_rule(fmt):
                 if fmt is str:
                     return v
                 raise Unsupported("repr() of text that holds the address of an object made in the frame")
+            from .deferred_text import format_field
+            deferred = format_field(tx, v, "s" if fmt is str else "r")   # (str(x.size()), dynamic)
+            if deferred is not None:
+                return deferred
             text = text_value(tx, v, fmt.__name__)
             if text is not None:
                 return text

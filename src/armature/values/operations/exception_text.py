@@ -39,7 +39,8 @@ def _text(tx, value, kind: str) -> str:
     fn = str if kind == "str" else repr
     if value.is_python_constant():
         return fn(value.as_python_constant())
-    result = BuiltinValue(fn).call(tx, [value], {})
+    from ..base import concrete
+    result = concrete(tx, BuiltinValue(fn).call(tx, [value], {}))   # (text formatted from a symbolic number)
     if not result.is_python_constant() or type(result.as_python_constant()) is not str:
         raise Unsupported(f"{kind}() of {value} is not a string known while tracing")
     return result.as_python_constant()
@@ -89,6 +90,20 @@ def exception_text(tx, exc, kind: str) -> str:
     if owner.__module__ != "builtins":
         raise Unsupported(f"{kind}() of {exc.cls.__qualname__}, whose {name} is not a Python function")
     return _builtin_text(tx, exc, kind, owner)
+
+
+def deferred_str(tx, exc):
+    """``str(exc)`` when it is the exception's one argument, a string
+    formatted at run time (``raise ValueError(f"bad size {x.shape}")``
+    caught in the frame): that string, so the size is not specialised; None
+    otherwise."""
+    if len(exc.args) != 1 or not isinstance(realize(tx.ctx, exc.args[0]), kinds.FormattedStringValue):
+        return None
+    from .formatting import lookup_on_class
+    raw, owner = lookup_on_class(tx, exc.cls, "__str__")
+    if owner is not BaseException:
+        return None   # (a class's own __str__, KeyError's repr)
+    return realize(tx.ctx, exc.args[0])
 
 
 def exception_format(tx, exc, spec: str) -> str:

@@ -196,6 +196,11 @@ def format_rule(tx, *args, **kwargs):
     if 1 <= len(args) <= 2 and not kwargs and all(a.is_python_constant() for a in args[1:]):
         value = realize(tx.ctx, args[0])
         spec = args[1].as_python_constant() if len(args) == 2 else ""
+        if type(spec) is str:
+            from .deferred_text import format_field
+            deferred = format_field(tx, value, None, spec)   # (a symbolic number, formatted at run time)
+            if deferred is not None:
+                return deferred
         if type(spec) is str and not value.is_python_constant():
             text = format_value(tx, value, spec)
             if text is not None:

@@ -146,6 +146,11 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
         return a.binary(tx, op, b)
     if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
         return _object_binary(tx, op, a, b)
+    if INPLACE_TO_BINARY.get(op, op) is operator.mod and isinstance(a, ConstantValue) and type(a.value) is str:
+        from .deferred_text import percent   # ("%d" % n, n symbolic: formatted at run time)
+        formatted = percent(tx, a, b)
+        if formatted is not None:
+            return formatted
     if isinstance(a, kinds.SymbolicNumberValue) or isinstance(b, kinds.SymbolicNumberValue):
         out = a.binary(tx, op, b, False) if isinstance(a, kinds.SymbolicNumberValue) else None
         if out is None and isinstance(b, kinds.SymbolicNumberValue) and not isinstance(a, TensorValue):
@@ -316,10 +321,18 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         return graph_call(tx, "call_function", op, [a, b], {})
     if op in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
+        from .sequence_compare import equality
+        seq = equality(tx, op, a, b)
+        if seq is not None:
+            return seq
         eq = values_equal(tx, a, b)
         return ConstantValue(eq if op is operator.eq else not eq)
     if a.is_python_constant() and b.is_python_constant():
         return ConstantValue(_fold(op, a.as_python_constant(), b.as_python_constant()))
+    from .sequence_compare import compare_sequences
+    ordered = compare_sequences(tx, op, a, b)   # (x.size() < (n, 4) with symbolic items)
+    if ordered is not None:
+        return ordered
     raise Unsupported(f"comparison {op.__name__} of {a} and {b}")
 
 
@@ -382,13 +395,25 @@ def _guard_distinct_inputs(tx, a: Value, b: Value) -> None:
 
 
 def values_equal(tx, a: Value, b: Value) -> bool:
-    a, b = concrete(tx, a), concrete(tx, b)
+    """``a == b`` as ``PyObject_RichCompareBool`` answers it (identity
+    first): for containers' equality, ``in`` and ``==`` of containers."""
+    a, b = realize(tx.ctx, a), realize(tx.ctx, b)
     if a is b:  # PyObject_RichCompareBool's identity shortcut (tensors included)
         return True
+    if isinstance(a, kinds.SymbolicNumberValue) or isinstance(b, kinds.SymbolicNumberValue):
+        # two numbers: the outcome is guarded, the numbers stay symbolic
+        from ..tensors.symbolic import symbolic_compare
+        res = symbolic_compare(tx.ctx, operator.eq, a, b)
+        if res is not None:
+            return res.truth(tx)
+    a, b = concrete(tx, a), concrete(tx, b)
     from .identity import compare as compare_ids
     ids = compare_ids(tx, operator.eq, a, b)   # (id(a) in [id(b), ...])
     if ids is not None:
         return ids.value
+    if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
+        # a user object's own __eq__ (reflected too), inside `in` and sequence equality as well
+        return compare_op(tx, operator.eq, a, b).truth(tx)
     if isinstance(a, (kinds.DictViewValue, kinds.InstanceDictValue)):
         return a.equals(tx, b)
     if isinstance(b, (kinds.DictViewValue, kinds.InstanceDictValue)):
@@ -400,11 +425,10 @@ def values_equal(tx, a: Value, b: Value) -> bool:
                 b.is_python_constant() and b.as_python_constant() is None:
             return False
         raise Unsupported("== between tensors inside a container comparison depends on tensor data")
-    if isinstance(a, _Sequence) and isinstance(b, _Sequence):
-        ta, tb = a.python_type(), b.python_type()
-        if (issubclass(ta, tuple) != issubclass(tb, tuple)) or len(a.items) != len(b.items):
-            return False
-        return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
+    from .sequence_compare import sequences_equal
+    seq = sequences_equal(tx, a, b)   # (a constant sequence too, item by item)
+    if seq is not None:
+        return seq
     if a.is_python_constant() != b.is_python_constant():
         return False
     raise Unsupported(f"equality of {a} and {b}")
@@ -424,6 +448,8 @@ def contains(tx, item: Value, container: Value) -> bool:
             return m.call(tx, [item], {}).truth(tx)
         return any(values_equal(tx, item, v) for v in tx.iterate(container))
     if isinstance(container, ConstantValue):
+        if type(container.value) in (tuple, list) and not item.is_python_constant():
+            return any(values_equal(tx, item, ConstantValue(v)) for v in container.value)   # (a user __eq__)
         return bool(_fold(operator.contains, container.value, item.as_python_constant()))
     if isinstance(container, TensorValue):
         raise Unsupported("`in` on a tensor depends on its data")
