@@ -136,7 +136,17 @@ class TorchFunctionValue(CallableConstantValue):
 
 
 class PythonModuleValue(Value):
+    """A Python module.  One found without a source (``import m`` /
+    ``from . import m`` inside the frame, a function's ``__module__``) is
+    read through the module object itself, a constant (the import guards
+    ``sys.modules``): its attributes then have sources, and are guarded
+    like any global (a tensor becomes a graph input, an int read there is
+    checked again on the next call)."""
+
     def __init__(self, module: types.ModuleType, source=None):
+        if source is None:
+            from ...guards.sources import constant_source
+            source = constant_source(module, module.__name__)
         super().__init__(source)
         self.module = module
 
@@ -163,7 +173,7 @@ class PythonModuleValue(Value):
         except AttributeError:
             raise Unsupported(f"module {self.module.__name__!r} has no attribute {name!r}")
         trusted = self.module.__name__.split(".")[0] == "torch" and not tx.ctx.config.guard_torch_internals
-        if trusted or self.source is None:
+        if trusted:
             return wrap(tx.ctx, obj, None) if not isinstance(obj, torch.Tensor) else \
                 wrap(tx.ctx, obj, AttrSource(self.source, name))
         return wrap(tx.ctx, obj, AttrSource(self.source, name))
