@@ -20,8 +20,9 @@ Failures that remain cost the frame, not the user:
 
 * the fake-tensor limits torch's compilers meet in a graph (an op with a
   data-dependent output size or value, an operator without a fake
-  implementation, an aliasing mutation): the frame runs as Python, with a
-  warning, for any backend (as torch.compile adds a graph break for them);
+  implementation, an aliasing mutation, a decomposition branching on a
+  data-dependent number): the frame runs as Python, with a warning, for
+  any backend (as torch.compile adds a graph break for the first four);
 * any other failure of one of armature's own backends (eager, aot_eager,
   inductor, ...): a graph they cannot compile is armature's bug, so the
   frame runs as Python with a warning; under the test suite's strict switch
@@ -54,9 +55,12 @@ class BackendCompilerFailed(ArmatureError):
 
 def _fake_tensor_limits() -> tuple[type, ...]:
     from torch._subclasses import fake_tensor as ft
+    from torch.fx.experimental import symbolic_shapes
     names = ("DataDependentOutputException", "DynamicOutputShapeException", "UnsupportedOperatorException",
              "UnsupportedFakeTensorException", "UnsupportedMutationAliasingException")
-    return tuple(getattr(ft, n) for n in names if hasattr(ft, n))
+    limits = tuple(getattr(ft, n) for n in names if hasattr(ft, n))
+    # (a decomposition branching on a number the graph reads from a tensor)
+    return limits + (symbolic_shapes.GuardOnDataDependentSymNode,)
 
 
 def allow_dynamic_sizes(shape_env) -> None:

@@ -364,6 +364,8 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
                           "(its dtype comes from NumPy)")
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
+    from .number_arguments import explicit
+    args, kwargs = explicit(tx, kind, target, args, kwargs)   # (a tensor where the op takes a number)
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
     if state_fn:
         _check_state_query(target)

@@ -129,6 +129,11 @@ class TorchFunctionValue(CallableConstantValue):
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
                               hint="call it outside the compiled function")
+        if name.startswith("_foreach_"):
+            from .number_arguments import foreach_with_tensor
+            kept = foreach_with_tensor(tx, fn, args, kwargs)   # (a 0-d tensor weight or base: one graph)
+            if kept is not None:
+                return kept
         return kinds.graph_call(tx, "call_function", fn, args, kwargs)
 
     def __repr__(self):
