@@ -125,6 +125,9 @@ class TorchFunctionValue(CallableConstantValue):
             arg = realize(tx.ctx, args[0])
             if isinstance(arg, kinds.TensorValue):
                 return ConstantValue(is_inference(tx, arg))
+        if (fn is torch.Tensor.__iter__ or fn is torch.Tensor.__reversed__) and len(args) == 1 and not kwargs \
+                and isinstance(realize(tx.ctx, args[0]), kinds.TensorValue):
+            return kinds.TensorMethodValue(realize(tx.ctx, args[0]), fn.__name__).call(tx, [], {})
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
