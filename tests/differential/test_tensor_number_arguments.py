@@ -273,3 +273,26 @@ def test_an_integer_tensor_is_read_as_an_int():
 
     with armature.config.patch(capture_scalar_outputs=True):
         _check(fn, (torch.rand(3), torch.tensor(4)))
+
+
+# --- upstream Dynamo's variants (test_functions.py) -----------------------------------
+
+def foreach_pow_broadcast(x, ys):
+    return torch._foreach_pow(x, ys)
+
+
+def method_addcmul_(x, y, z, s):
+    return x.addcmul_(y, z, value=s)
+
+
+@pytest.mark.parametrize("fullgraph", [False, True], ids=["breaks", "fullgraph"])
+def test_foreach_pow_of_a_0d_base_over_0d_exponents(fullgraph):
+    inputs = (torch.tensor(0.80), [torch.tensor(3.4), torch.tensor(7.8)])
+    counter, _ = _check(foreach_pow_broadcast, inputs, fullgraph=fullgraph)
+    assert counter.frame_count == 1 == dynamo_graph_count(foreach_pow_broadcast, *inputs)
+
+
+def test_method_addcmul_with_a_tensor_value_in_one_graph():
+    inputs = (torch.ones(2, 2), torch.ones(2, 2) + 1, torch.rand(2, 2), torch.tensor(0.3))
+    counter, _ = _check(method_addcmul_, inputs, fullgraph=True)
+    assert counter.frame_count == 1
