@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import types
 
 import pytest
 import torch
@@ -288,3 +289,25 @@ def test_writing_through_dicts_own_method_to_an_outside_instance():
     out = armature.compile(unbound_write_to_an_outside_subclass, backend="eager")(c, x)
     assert_equal(unbound_write_to_an_outside_subclass(e, x), out)
     assert_equal(dict(e), dict(c))
+
+
+# --- the standard library's mappings ------------------------------------------------
+
+def _library_mapping(kind, a, b):
+    if kind == "UserDict":
+        return collections.UserDict(a=a, b=b)
+    if kind == "ChainMap":
+        return collections.ChainMap({"a": a}, {"b": b, "a": b})
+    return types.MappingProxyType({"a": a, "b": b})
+
+
+@pytest.mark.parametrize("kind", ["UserDict", "ChainMap", "mappingproxy"])
+@pytest.mark.parametrize("fn", [dict_of, unpacked, unpacked_into_dict_call, unpacked_into_call, update],
+                         ids=lambda f: f.__name__)
+def test_dict_from_a_library_mapping(fn, kind):
+    m, x = _library_mapping(kind, t(3), t(3)), t(3)
+    counter = CountingBackend("eager")
+    compiled = armature.compile(fn, backend=counter, fullgraph=True)
+    for _ in range(2):
+        assert_equal(fn(m, x), compiled(m, x))
+    assert counter.frame_count <= 1 and len(armature.cache_entries(compiled)) == 1

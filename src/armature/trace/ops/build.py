@@ -189,14 +189,11 @@ def _mapping_items(f, other, opname) -> dict:
     reads them (values/containers/mapping_merge.py)."""
     from ...values.base import realize
     from ...values.containers.mapping_merge import has_keys, mapping_entries
-    from ...values.objects.objects import ObjectValue
     other = realize(f.ctx, other)
     if not has_keys(other):
         if opname == "DICT_MERGE":   # (eager's message names the callee: raised natively)
             raise Unsupported(f"** unpacking of {other}, which has no keys()")
         raise user_error(TypeError, f"'{other.python_type().__name__}' object is not a mapping")
-    if not isinstance(other, ObjectValue) and not hasattr(other, "pairs"):
-        raise Unsupported(f"** unpacking of {other}")
     return mapping_entries(f, other)
 
 
