@@ -247,7 +247,15 @@ def addcmul_with_value(x, y, s):
     return torch.addcmul(x, y, y, value=s)
 
 
-OTHERS = [add_with_alpha, method_add_with_alpha, full_of, addcmul_with_value]
+def leaky_relu_slope(x, y, s):
+    return torch.nn.functional.leaky_relu(x - 0.5, s)
+
+
+def celu_alpha(x, y, s):
+    return torch.nn.functional.celu(x - 0.5, alpha=s)
+
+
+OTHERS = [add_with_alpha, method_add_with_alpha, full_of, addcmul_with_value, leaky_relu_slope, celu_alpha]
 
 
 @pytest.mark.parametrize("fn", OTHERS, ids=lambda f: f.__name__)

@@ -76,13 +76,17 @@ _READERS = frozenset({"item", "tolist", "__float__", "__int__", "__bool__", "__i
 
 def _parsed_by_torch(kind: str, target) -> bool:
     """Calls of C functions whose arguments torch's argument parser reads
-    (the only ones that turn a tensor into a number on their own)."""
+    (the only ones that turn a tensor into a number on their own), and of
+    the Python functions of torch that pass them on (F.leaky_relu)."""
     name = target if kind == "call_method" else getattr(target, "__name__", "")
     if name in _READERS:
         return False
     if kind == "call_method":
         return isinstance(getattr(torch.Tensor, target, None), (types.MethodDescriptorType,
                                                                 types.WrapperDescriptorType))
+    if isinstance(target, types.FunctionType):   # torch.nn.functional's, which pass numbers on to C
+        from .torch_ops import _GRAPH_PY_MODULES
+        return getattr(target, "__module__", None) in _GRAPH_PY_MODULES
     return isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType,
                                torch._ops.OpOverload, torch._ops.OpOverloadPacket))
 
