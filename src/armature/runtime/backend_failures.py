@@ -27,9 +27,10 @@ Failures that remain cost the frame, not the user:
   inductor, ...): a graph they cannot compile is armature's bug, so the
   frame runs as Python with a warning; under the test suite's strict switch
   it is an :class:`InternalError`;
-* any other failure of a backend the user wrote (a callable) is the user's
-  own code failing: it reaches them as :class:`BackendCompilerFailed`, as
-  under torch.compile.
+* any other failure of a backend the user wrote (a callable), or of the
+  ``*_TESTING_ONLY`` backends torch's minifier tests use (they fail on
+  purpose), reaches the user as :class:`BackendCompilerFailed`, as under
+  torch.compile.
 
 With ``fullgraph=True`` the frame cannot run as Python: the first two raise
 :class:`Unsupported` naming the backend, the frame and the cause.
@@ -88,8 +89,9 @@ def is_armatures_backend(backend) -> bool:
     """A backend armature ships (a registered name resolved to one of its own
     compiler functions), as opposed to a callable the user wrote."""
     from ..backends import _Backend
-    fn = getattr(backend, "fn", None) if isinstance(backend, _Backend) else None
-    module = getattr(fn, "__module__", "") or ""
+    if not isinstance(backend, _Backend) or backend.name.endswith("_TESTING_ONLY"):
+        return False   # (the minifier's test backends fail on purpose: their error is the user's to see)
+    module = getattr(backend.fn, "__module__", "") or ""
     return module == "armature" or module.startswith("armature.")
 
 
