@@ -159,7 +159,15 @@ def test_foreach_with_a_tensor_number(fn):
     assert counter.frame_count <= max(graphs, 1)
 
 
-@pytest.mark.parametrize("fn", FOREACH, ids=lambda f: f.__name__)
+_TORCH = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+#: before torch 2.13 the fake kernel of _foreach_pow_(xs, number) branches on
+#: the number (torch._refs.pow): with it read in the graph, a clean break
+_KEPT = [pytest.param(f, marks=pytest.mark.skipif(_TORCH < (2, 13), reason="the fake kernel branches on the number"))
+         if f is pow_ else f for f in FOREACH]
+
+
+@pytest.mark.parametrize("fn", _KEPT, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("how", ["capture", "fullgraph"])
 def test_foreach_with_a_tensor_number_kept_in_the_graph(fn, how):
     inputs = _inputs()
