@@ -103,6 +103,29 @@ def _candidates(kind: str, args, kwargs) -> list:
     return out
 
 
+def _kind_of(v):
+    """What decides how torch's parser reads an argument: for a tensor its
+    dtype, whether it is 0-d and requires grad; for a constant its value."""
+    if isinstance(v, kinds.TensorValue):
+        f = v.fake
+        return ("T", f.dtype, f.dim() == 0, f.requires_grad)
+    if isinstance(v, (kinds.ListValue, kinds.TupleValue)):
+        return (type(v).__name__, tuple(_kind_of(i) for i in v.items))
+    if isinstance(v, ConstantValue):
+        try:
+            hash(v.value)
+            return ("C", type(v.value), v.value)
+        except TypeError:
+            return ("C", type(v.value))
+    return (type(v).__name__,)
+
+
+#: (kind, target, the arguments' kinds) -> the positions read, or _IN_A_LIST:
+#: the tried call is made once per kind of call (a loop's ops are one)
+_READS: dict = {}
+_IN_A_LIST = object()
+
+
 def read_as_numbers(tx, kind: str, target, args, kwargs) -> list:
     """The positions (index or keyword) of the tensor arguments torch reads
     as numbers in this call."""
@@ -111,6 +134,27 @@ def read_as_numbers(tx, kind: str, target, args, kwargs) -> list:
     candidates = _candidates(kind, args, kwargs)
     if not candidates:
         return []
+    try:
+        key = (kind, target, tuple(_kind_of(a) for a in args), tuple((k, _kind_of(v)) for k, v in kwargs.items()))
+        known = _READS.get(key)
+    except TypeError:   # (an unhashable target)
+        key, known = None, None
+    if known is None:
+        known = _try_call(tx, kind, target, args, kwargs, candidates)
+        if key is not None:
+            if len(_READS) > 4096:
+                _READS.clear()
+            _READS[key] = known
+    if known is _IN_A_LIST:
+        raise Unsupported(f"{_name(kind, target)}() takes numbers where tensors inside a list are passed, and "
+                          "reads them with Tensor.item() of a tensor (its data)",
+                          hint="pass Python numbers, or call the op outside the compiled function")
+    return list(known)
+
+
+def _try_call(tx, kind: str, target, args, kwargs, candidates):
+    """Try the call on the fake arguments, stopped at its first op: the
+    positions of the candidates read as numbers (a tuple), or _IN_A_LIST."""
     from .tensor import to_graph_arg
     from ... import torch_compat
     fake_args = [to_graph_arg(a)[1] for a in args]
@@ -135,13 +179,10 @@ def read_as_numbers(tx, kind: str, target, args, kwargs) -> list:
     except Exception:   # (_Stop, or the call is wrong: the real call says how)
         pass
     if not mode.read:
-        return []
+        return ()
     if any(all(r is not t for t in stand_ins.values()) for r in mode.read):
-        # (a tensor inside a list read as a number: ``_foreach_mul_(xs, [t1, t2])``)
-        raise Unsupported(f"{_name(kind, target)}() takes numbers where tensors inside a list are passed, and "
-                          "reads them with Tensor.item() of a tensor (its data)",
-                          hint="pass Python numbers, or call the op outside the compiled function")
-    return [pos for pos, t in stand_ins.items() if any(t is r for r in mode.read)]
+        return _IN_A_LIST   # (a tensor inside a list read as a number: ``_foreach_mul_(xs, [t1, t2])``)
+    return tuple(pos for pos, t in stand_ins.items() if any(t is r for r in mode.read))
 
 
 def _name(kind: str, target) -> str:
