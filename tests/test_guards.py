@@ -417,6 +417,30 @@ def test_dict_keys():
     assert n_entries(cf) == 2
 
 
+class ReversedDict(dict):
+    """A dict subclass that iterates its keys in reverse: read through dict's
+    own storage (``dict(d)``), its tensors' guards share one parent read."""
+
+    def __iter__(self):
+        return iter(list(dict.keys(self))[::-1])
+
+
+def test_dict_subclass_read_through_its_storage_hits_the_cache():
+    # the tensors' guards hoist their shared parent ``dict(d)`` (an earlier
+    # bug bound the parent where the tensor was meant, failing every call),
+    # and the keys guard reads dict's own keys, not the __iter__ override
+    def f(d):
+        return dict.__getitem__(d, "a") + dict.__getitem__(d, "b")
+
+    cf = compiled(f)
+    d = ReversedDict(a=rand(3), b=rand(3))
+    run(cf, f, d)
+    run(cf, f, d)
+    assert n_entries(cf) == 1
+    run(cf, f, ReversedDict(a=rand(3), b=rand(3), c=rand(3)))  # a key added
+    assert n_entries(cf) == 2
+
+
 # ---------------------------------------------------------------- modules
 
 

@@ -34,6 +34,8 @@ class _Pool:
         self.names: dict[int, str] = {}
         self.shared = shared or set()
         self.bound: dict[Any, str] = {}
+        #: the text of each ``(name := expr)`` render wrote, to its name
+        self.bindings: dict[str, str] = {}
         self.nvars = 0
         #: names SHAPE guards bound so far (Guard.binds)
         self.bound_names: set[str] = set()
@@ -49,16 +51,17 @@ class _Pool:
         text = source.expr(self)
         if source in self.shared and not text.isidentifier():
             name = self.bound[source] = self._var()
-            return f"({name} := {text})"
+            bound = f"({name} := {text})"
+            self.bindings[bound] = name
+            return bound
         return text
 
     def hoist(self, text: str) -> tuple[str, str]:
         """(first use, later uses) of an expression used several times in one guard."""
         if text.isidentifier():
             return text, text
-        if text.startswith(f"({self.prefix}v") and " := " in text:
-            name = text[1:text.index(" := ")]
-            return text, name
+        if text in self.bindings:   # (the whole text binds a name; not ``(v := parent)['key']``)
+            return text, self.bindings[text]
         name = self._var()
         return f"({name} := {text})", name
 

@@ -44,7 +44,8 @@ from ..values.tensors import inference, torch_function
 from ..values.functions.generator_breaks import earlier_break, moved_reason
 from ..values.base import LazyValue
 from ..values.functions.functions import CellValue, RealCellValue
-from . import explain, specialize
+from . import backend_failures, explain, specialize
+from .backend_failures import BackendCompilerFailed
 from .cache import CacheEntry
 
 log_graph = logs.artifact("graph")
@@ -52,10 +53,6 @@ log_guards = logs.artifact("guards")
 log_bytecode = logs.artifact("bytecode")
 log_fallbacks = logs.artifact("fallbacks")
 log_breaks = logs.artifact("graph_breaks")
-
-
-class BackendCompilerFailed(ArmatureError):
-    pass
 
 
 @dataclass
@@ -339,7 +336,11 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
                 log_fallbacks.debug("compiling %s with invoke_subgraph regions failed, inlined instead: %s",
                                     fn.__qualname__, e)
         if compiled is None:
-            compiled = _compile_graph(gm, graph, graph_backend)
+            try:
+                compiled = _compile_graph(gm, graph, graph_backend)
+            except BackendCompilerFailed as e:   # (never the user's error where eager works)
+                reason = backend_failures.handle(fn, e, backend, ctx.fullgraph)
+                return _fallback(fn, ctx.guards.as_list(), reason, time.perf_counter() - t0)
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
         compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)
@@ -386,15 +387,17 @@ def _compile_graph(gm, graph, backend):
 
     from .. import torch_compat
     example_inputs = graph.example_inputs()
+    backend_failures.allow_dynamic_sizes(graph.shape_env)   # (sizes inside an op: the backward of x[mask] = v)
     try:
         with tracing(TracingContext(graph.fake_mode)), torch_compat.backend_compile_state():
             compiled = backend(gm, example_inputs)
     except Exception as e:
         raise BackendCompilerFailed(
             f"backend {getattr(backend, '__name__', backend)!r} failed to compile the captured graph: "
-            f"{type(e).__name__}: {e}") from e
+            f"{type(e).__name__}: {e}", e, backend) from e
     if not callable(compiled):
-        raise BackendCompilerFailed(f"backend {backend!r} returned {compiled!r}, which is not callable")
+        raise BackendCompilerFailed(f"backend {backend!r} returned {compiled!r}, which is not callable",
+                                    None, backend)
     return compiled
 
 

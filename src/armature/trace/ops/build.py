@@ -214,22 +214,15 @@ def dict_update(f, inst):
 
 def _mapping_items(f, other, opname) -> dict:
     """The entries of a mapping that is not a dict, as CPython's dict_merge
-    reads them: ``keys()``, then ``other[key]`` for each key (user Mapping
-    subclasses, whose methods are inlined)."""
-    from ...values.objects.objects import ObjectValue
-    if not isinstance(other, ObjectValue):
-        raise Unsupported(f"** unpacking of {other}")
-    t = other.python_type()
-    if not hasattr(t, "keys"):
-        if opname == "DICT_MERGE":
+    reads them (values/containers/mapping_merge.py)."""
+    from ...values.base import realize
+    from ...values.containers.mapping_merge import has_keys, mapping_entries
+    other = realize(f.ctx, other)
+    if not has_keys(other):
+        if opname == "DICT_MERGE":   # (eager's message names the callee: raised natively)
             raise Unsupported(f"** unpacking of {other}, which has no keys()")
-        raise user_error(TypeError, f"'{t.__name__}' object is not a mapping")
-    from ...values.operations.operators import getitem
-    keys = other.getattr(f, "keys").call(f, [], {})
-    out = {}
-    for k in f.iterate(keys):
-        out[_key(k, f)] = getitem(f, other, k)
-    return out
+        raise user_error(TypeError, f"'{other.python_type().__name__}' object is not a mapping")
+    return mapping_entries(f, other)
 
 
 @opcode("UNPACK_SEQUENCE")

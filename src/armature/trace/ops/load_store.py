@@ -360,13 +360,39 @@ def load_closure(f, inst):
 
 # --- imports of modules that are already imported ------------------------------
 
+def _package(g: dict) -> str | None:
+    """The package a relative import in a module with globals ``g`` is
+    relative to, as ``__import__`` computes it: ``__package__``, else the
+    parent of ``__spec__``, else ``__name__`` (a package's ``__init__``, which
+    has ``__path__``) or its parent."""
+    package = g.get("__package__")
+    if package is not None:
+        return package
+    spec = g.get("__spec__")
+    if spec is not None:
+        return spec.parent
+    name = g.get("__name__")
+    if not isinstance(name, str):
+        return None
+    return name if "__path__" in g else name.rpartition(".")[0]
+
+
 def _resolve(f, name: str, level: int) -> str:
+    """The absolute name of ``from <level dots><name> import ...``; a
+    relative import that has no package to be relative to raises eager's
+    ImportError."""
     if level == 0:
         return name
-    import importlib.util
-    g = f.f_globals
-    package = g.get("__package__") or g.get("__name__", "").rpartition(".")[0]
-    return importlib.util.resolve_name("." * level + name, package)
+    package = _package(f.f_globals)
+    if not isinstance(package, str):
+        raise user_error(TypeError, "__package__ not set to a string")
+    if not package:
+        raise user_error(ImportError, "attempted relative import with no known parent package")
+    bits = package.rsplit(".", level - 1)
+    if len(bits) < level:
+        raise user_error(ImportError, "attempted relative import beyond top-level package")
+    base = bits[0]
+    return f"{base}.{name}" if name else base
 
 
 @opcode("IMPORT_NAME")

@@ -362,16 +362,9 @@ class DictValue(Value):
         if name in ("update", "setdefault", "pop", "popitem", "clear"):
             self._check_mutable(tx)
         if name == "update":
-            if args:
-                other = realize(tx.ctx, args[0])
-                if isinstance(other, DictValue):
-                    items.update(other.items)
-                elif hasattr(other, "pairs"):  # a mapping such as an instance __dict__: keys() then items
-                    items.update(other.pairs(tx))
-                else:
-                    for pair in tx.iterate(other):
-                        k, v = tx.iterate(pair)
-                        items[_key(k, tx)] = v
+            if args:   # (a mapping read as dict_merge reads it, or pairs: mapping_merge.py)
+                from .mapping_merge import update_entries
+                items.update(update_entries(tx, args[0]))
             for k, v in kwargs.items():
                 items[k] = v
             return ConstantValue(None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import ItemSource, Source
+from ..base import Value
 from ..builder import wrap
 from .. import kinds
 
@@ -78,7 +79,8 @@ def dict_contents(tx, obj: "ObjectValue"):
     if not all(type(k) in (str, int, bool) for k in keys):
         raise Unsupported(f"a {obj.cls.__name__} with keys that are not str/int")
     src = obj.source
-    tx.ctx.guards.add(Guard(Kind.DICT_KEYS, src, keys))
+    # (the keys as dict stores them: list(obj) would run an __iter__ override)
+    tx.ctx.guards.add(Guard(Kind.DICT_KEYS, _DictKeysSource(src), keys))
     # read through dict's own __getitem__, not an override
     items = {k: wrap(tx.ctx, dict.__getitem__(obj.obj, k),
                      ItemSource(_DictViewSource(src), k)) for k in keys}
@@ -111,6 +113,30 @@ class _DictViewSource(Source):
         return f"dict({self.parent})"
 
 
+@dataclass(frozen=True)
+class _DictKeysSource(Source):
+    """``dict.keys(obj)``: the keys of a dict-subclass instance as dict
+    stores them, whatever its ``keys``/``__iter__`` overrides say."""
+
+    parent: Source
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        return f"{pool.const(dict.keys)}({pool.render(self.parent)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(dict.keys)
+        self.parent.emit(out)
+        out.call(1)
+
+    def __str__(self):
+        return f"dict.keys({self.parent})"
+
+
 class _PlainDictView:
     __slots__ = ("d",)
 
@@ -123,3 +149,37 @@ class _PlainDictView:
 
 def _as_plain_dict(d):
     return _PlainDictView(d)
+
+
+class UnboundDictMethod(Value):
+    """A method of dict or OrderedDict read from the class and called with
+    the instance first (``dict.__getitem__(self, k)`` in a dict subclass's
+    own ``__getitem__``, ``dict.keys(d)``): the dict's own method acts on the
+    instance's items, as through ``super()``; any other first argument is
+    the C method's to handle (``fallback``, folded on constants)."""
+
+    def __init__(self, owner: type, name: str, fallback: Value):
+        super().__init__()
+        self.owner, self.name, self.fallback = owner, name, fallback
+
+    def python_type(self):
+        return type(getattr(self.owner, self.name))
+
+    def call(self, tx, args, kwargs):
+        from ..base import realize
+        if args:
+            first = realize(tx.ctx, args[0])
+            target = None
+            if isinstance(first, kinds.DictValue) and issubclass(first.python_type(), self.owner):
+                target = first
+            elif isinstance(first, kinds.ObjectValue) and issubclass(first.python_type(), self.owner) \
+                    and _dict_backed(first):
+                if not first.is_new and self.name not in _DICT_READ_METHODS:
+                    raise Unsupported(f"mutating the dict contents of {first} ({self.owner.__name__}.{self.name})")
+                target = dict_contents(tx, first)
+            if target is not None:
+                return kinds.BoundContainerMethod(target, self.name).call(tx, list(args[1:]), kwargs)
+        return self.fallback.call(tx, args, kwargs)
+
+    def __repr__(self):
+        return f"<unbound {self.owner.__name__}.{self.name}>"

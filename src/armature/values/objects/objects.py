@@ -141,6 +141,9 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         if type(raw).__name__ in ("method_descriptor", "wrapper_descriptor", "builtin_function_or_method",
                                   "cython_function_or_method"):   # (NumPy's Generator.normal...)
             fv = _wrap_func(tx, raw)
+            if instance is None and owner in _DICT_TYPES and type(raw).__name__ != "builtin_function_or_method":
+                from .builtin_subclasses import UnboundDictMethod   # (``dict.__getitem__(self, k)``)
+                fv = UnboundDictMethod(owner, name, fv)
             return fv if instance is None else kinds.BoundMethodValue(fv, instance)
         if owner is dict and name == "fromkeys":
             from ..containers.containers import dict_fromkeys

@@ -316,9 +316,22 @@ def _zip(tx, *iterables, strict=ConstantValue(False)):
     return it
 
 
+_NO_REVERSED = object()
+
+
 @rule(reversed)
 def _reversed(tx, seq):
     from ..containers.iterator_types import reversed_type
+    seq = realize(tx.ctx, seq)
+    if isinstance(seq, kinds.TensorValue):   # Tensor.__reversed__: the tensor flipped along dim 0
+        return seq if seq.fake.dim() == 0 else \
+            kinds.graph_call(tx, "call_method", "flip", [seq, ConstantValue(0)], {})
+    if isinstance(seq, kinds.ObjectValue):   # reversed() returns what a class's own __reversed__ returns
+        raw = getattr(seq.python_type(), "__reversed__", _NO_REVERSED)
+        if raw is None:
+            raise user_error(TypeError, f"'{seq.python_type().__name__}' object is not reversible")
+        if isinstance(raw, types.FunctionType):
+            return seq.dunder(tx, "__reversed__").call(tx, [], {})
     it = IteratorValue(list(reversed(tx.iterate(seq))))
     it.kind = reversed_type(realize(tx.ctx, seq).python_type())
     return it

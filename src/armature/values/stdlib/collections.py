@@ -142,10 +142,11 @@ def _fill_dict(tx, target: DictValue, args, kwargs, name: str):
         raise user_error(TypeError, f"{name} expected at most 1 argument, got {len(args)}")
     if args:
         other = args[0]
+        from ..containers.mapping_merge import has_keys, keys_then_items, mapping_entries
         if isinstance(other, DictValue):
             target.items.update(other.items)
-        elif hasattr(other.python_type(), "keys"):
-            raise Unsupported(f"{name}() from a mapping that is not a dict")
+        elif has_keys(other):   # (OrderedDict: keys() and [k]; defaultdict: dict's own init)
+            target.items.update(keys_then_items(tx, other) if name == "OrderedDict" else mapping_entries(tx, other))
         else:
             for pair in tx.iterate(other):
                 kv = tx.iterate(pair)

@@ -125,9 +125,17 @@ class TensorValue(Value):
 
     def unpack(self, tx):
         if self.fake.dim() == 0:
-            raise Unsupported("iterating over a 0-d tensor")
+            from ...diagnostics.errors import user_error
+            raise user_error(TypeError, "iteration over a 0-d tensor")
         return [graph_call(tx, "call_function", operator.getitem, [self, ConstantValue(i)], {})
                 for i in range(self.fake.shape[0])]
+
+    def get_iter(self, tx):
+        """``iter(t)``: Tensor.__iter__ returns ``iter(t.unbind(0))``, a
+        tuple_iterator over the rows."""
+        it = kinds.IteratorValue(self.unpack(tx))
+        it.kind = type(iter(()))
+        return it
 
     def length(self, tx):
         if self.fake.dim() == 0:
@@ -200,6 +208,10 @@ class TensorMethodValue(Value):
         name, t = self.name, self.tensor
         if name in ("item", "tolist") and tx.ctx.capture_scalars and not args and not kwargs:
             return t.scalar(tx) if name == "item" else t.to_list(tx)
+        if name in ("__iter__", "__reversed__") and not args and not kwargs:   # (Python methods of Tensor)
+            if name == "__iter__":
+                return t.get_iter(tx)
+            return t if t.fake.dim() == 0 else graph_call(tx, "call_method", "flip", [t, ConstantValue(0)], {})
         if name == "numpy":
             from ..numpy import tensor_numpy
             return tensor_numpy(tx, t, args, kwargs)
@@ -370,6 +382,8 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
                           "(its dtype comes from NumPy)")
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
+    from .number_arguments import explicit
+    args, kwargs = explicit(tx, kind, target, args, kwargs)   # (a tensor where the op takes a number)
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
     if state_fn:
         _check_state_query(target)

@@ -125,10 +125,18 @@ class TorchFunctionValue(CallableConstantValue):
             arg = realize(tx.ctx, args[0])
             if isinstance(arg, kinds.TensorValue):
                 return ConstantValue(is_inference(tx, arg))
+        if (fn is torch.Tensor.__iter__ or fn is torch.Tensor.__reversed__) and len(args) == 1 and not kwargs \
+                and isinstance(realize(tx.ctx, args[0]), kinds.TensorValue):
+            return kinds.TensorMethodValue(realize(tx.ctx, args[0]), fn.__name__).call(tx, [], {})
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"{_REFUSED[name]} inside a compiled function",
                               hint="call it outside the compiled function")
+        if name.startswith("_foreach_"):
+            from .number_arguments import foreach_with_tensor
+            kept = foreach_with_tensor(tx, fn, args, kwargs)   # (a 0-d tensor weight or base: one graph)
+            if kept is not None:
+                return kept
         return kinds.graph_call(tx, "call_function", fn, args, kwargs)
 
     def __repr__(self):
@@ -136,7 +144,17 @@ class TorchFunctionValue(CallableConstantValue):
 
 
 class PythonModuleValue(Value):
+    """A Python module.  One found without a source (``import m`` /
+    ``from . import m`` inside the frame, a function's ``__module__``) is
+    read through the module object itself, a constant (the import guards
+    ``sys.modules``): its attributes then have sources, and are guarded
+    like any global (a tensor becomes a graph input, an int read there is
+    checked again on the next call)."""
+
     def __init__(self, module: types.ModuleType, source=None):
+        if source is None:
+            from ...guards.sources import constant_source
+            source = constant_source(module, module.__name__)
         super().__init__(source)
         self.module = module
 
@@ -163,7 +181,7 @@ class PythonModuleValue(Value):
         except AttributeError:
             raise Unsupported(f"module {self.module.__name__!r} has no attribute {name!r}")
         trusted = self.module.__name__.split(".")[0] == "torch" and not tx.ctx.config.guard_torch_internals
-        if trusted or self.source is None:
+        if trusted:
             return wrap(tx.ctx, obj, None) if not isinstance(obj, torch.Tensor) else \
                 wrap(tx.ctx, obj, AttrSource(self.source, name))
         return wrap(tx.ctx, obj, AttrSource(self.source, name))
