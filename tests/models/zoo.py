@@ -302,6 +302,25 @@ def hf_mistral():
 
 
 @_seeded
+def hf_deberta_v2():
+    """DeBERTa-v2 (masked LM): its attention calls functions compiled with
+    ``torch.jit.script`` (``make_log_bucket_position``,
+    ``c2p_dynamic_expand``...), traced through their Python source."""
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+    config = DebertaV2Config(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
+                             num_attention_heads=HEADS, intermediate_size=2 * HIDDEN,
+                             max_position_embeddings=64, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0, relative_attention=True,
+                             position_buckets=8, pos_att_type=["p2c", "c2p"])
+    model = DebertaV2ForMaskedLM(config)
+
+    def inputs():
+        ids, mask = _padded_ids()
+        return (ids,), {"attention_mask": mask}
+    return Case(model, inputs)
+
+
+@_seeded
 def hf_t5_generation():
     """T5 with its LM head, for the greedy decoding test (test_models.py)."""
     from transformers import T5Config, T5ForConditionalGeneration
@@ -395,4 +414,5 @@ BUILDERS = {
     "mistral": hf_mistral,
     "t5_lm": hf_t5_generation,
     "timm_vit_drop_path": timm_vit_drop_path,
+    "deberta_v2": hf_deberta_v2,
 }

@@ -644,6 +644,9 @@ class ObjectValue(Value):
         return None
 
     def call(self, tx, args, kwargs):
+        from ..functions import script_functions
+        if not self.is_new and script_functions.is_script_function(self.obj):
+            return script_functions.inline_target(tx, self).call(tx, args, kwargs)
         m = self.dunder(tx, "__call__")
         if m is None:
             if getattr(self.cls, "__call__", None) is not None:
