@@ -182,6 +182,23 @@ def hf_gpt2():
     return Case(model, lambda: ((_token_ids(),), {}))
 
 
+@_seeded
+def hf_gpt2_loss():
+    """GPT-2 given labels (DistilGPT-2's dashboard inputs): the loss path
+    reads ``self.loss_function``, which calls ``logger.warning_once`` (an
+    lru_cache'd method of logging.Logger) about ``loss_type=None``; the call
+    is replayed after the graph and the warning logged once, as in eager."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS,
+                        n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(config)
+
+    def inputs():
+        ids = _token_ids()
+        return (ids,), {"labels": ids, "use_cache": False}
+    return Case(model, inputs)
+
+
 def _llama_config():
     from transformers import LlamaConfig
     return LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
@@ -415,4 +432,5 @@ BUILDERS = {
     "t5_lm": hf_t5_generation,
     "timm_vit_drop_path": timm_vit_drop_path,
     "deberta_v2": hf_deberta_v2,
+    "gpt2_loss": hf_gpt2_loss,
 }
