@@ -228,6 +228,23 @@ def hf_t5():
     return Case(model, inputs)
 
 
+@_seeded
+def hf_t5_cache():
+    """T5 called with its default ``use_cache=True`` and no cache: it builds
+    ``DynamicCache(config=...)``, whose ``get_text_config`` deep-copies the
+    config (a PretrainedConfig, with its own __getattribute__)."""
+    from transformers import T5Config, T5Model
+    config = T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=2 * HIDDEN,
+                      num_layers=LAYERS, num_decoder_layers=LAYERS, num_heads=HEADS,
+                      dropout_rate=0.0, relative_attention_num_buckets=8,
+                      relative_attention_max_distance=16, decoder_start_token_id=0)
+    model = T5Model(config)
+
+    def inputs():
+        return (_token_ids(),), {"decoder_input_ids": _token_ids(seq=4, seed=2)}
+    return Case(model, inputs)
+
+
 def _padded_ids(seq=SEQ):
     ids = _token_ids(seq=seq)
     mask = torch.ones_like(ids)
@@ -433,4 +450,5 @@ BUILDERS = {
     "timm_vit_drop_path": timm_vit_drop_path,
     "deberta_v2": hf_deberta_v2,
     "gpt2_loss": hf_gpt2_loss,
+    "t5_cache": hf_t5_cache,
 }

@@ -119,3 +119,9 @@ def test_armature_report_env(tmp_path):
                       "f(torch.ones(3))\n"], cwd=str(tmp_path), ARMATURE_REPORT=str(path))
     assert proc.returncode == 0, proc.stderr
     assert path.exists() and "&lt;lambda&gt;" in path.read_text()   # (escaped)
+
+
+def test_libraries_asking_whether_a_model_is_compiled():
+    # accelerate-style checks (isinstance(m, OptimizedModule), m._orig_mod, the
+    # wrapper given its module back) print what they print under torch.compile
+    both("compiled_module_checks.py")
