@@ -479,3 +479,47 @@ def run_seeded_with(fn, args, kwargs, seed):
 def test_inductor(name, backend, known_failure):
     with known_failure:
         check_compiled_matches_eager(name, backend, train=False, rtol=1e-3, atol=1e-3)
+
+
+# --- logger.warning_once: logged as often as in eager -----------------------------
+
+
+def test_warning_once_logged_as_in_eager():
+    """GPT-2 given labels warns once about ``loss_type=None`` through
+    ``logger.warning_once`` (lru_cache'd): armature replays the cached call
+    after its one graph (fullgraph=True), so the warning is logged exactly as
+    often, with the same caller, as in eager."""
+    import logging as std_logging
+
+    from transformers.utils import logging as hf_logging
+    cached = std_logging.Logger.warning_once
+    seen = []
+
+    class Tap(std_logging.Handler):
+        def emit(self, record):
+            seen.append((record.getMessage(), record.funcName, record.pathname))
+
+    root = hf_logging.get_logger("transformers")
+    tap, level = Tap(), root.level
+    root.addHandler(tap)
+    root.setLevel(std_logging.WARNING)
+    try:
+        eager_model, args, kwargs = build("gpt2_loss")
+        cached.cache_clear()
+        seen.clear()   # (building the model may warn about its config)
+        expected = [run_seeded(eager_model, args, kwargs) for _ in range(3)]
+        eager_seen = list(seen)
+        assert any("loss_type" in m for m, _, _ in eager_seen), eager_seen
+        seen.clear()
+        cached.cache_clear()
+        counter = CountingBackend("eager")
+        compiled = armature.compile(copy.deepcopy(eager_model), backend=counter, fullgraph=True)
+        actual = [run_seeded(compiled, args, kwargs) for _ in range(3)]
+        assert seen == eager_seen
+        assert counter.frame_count == 1
+        for a, e in zip(actual, expected):
+            assert_same(a, e)
+    finally:
+        root.removeHandler(tap)
+        root.setLevel(level)
+        cached.cache_clear()
