@@ -199,6 +199,7 @@ class CompiledFunction:
         if cache.entries:
             cache.recompiles += 1
             reason = explain_failure(f, cache.entries[0].guards, args, kwargs) or "no entry's guards passed"
+            reason = _with_module_int_hint(reason, f, cache.entries[0].guards, args, kwargs)
             _note_changed_number(cache, f, args, kwargs)
             cache.recompile_reasons.append(reason)
             if _record.active:
@@ -272,6 +273,9 @@ class CompiledModule(torch.nn.Module):
         super().__init__()
         d = self.__dict__
         d["_orig_mod"] = mod
+        #: the module calls run: the one compiled, even after ``_orig_mod`` is
+        #: given another (as torch.compile's forward stays bound to it)
+        d["_armature_target"] = mod
         d["_parameters"] = mod._parameters
         d["_buffers"] = mod._buffers
         d["_modules"] = mod._modules
@@ -297,12 +301,12 @@ class CompiledModule(torch.nn.Module):
 
     def _compiled_call(self) -> CompiledFunction:
         mp = self._armature_module_parameters
-        if mp is None and getattr(self._orig_mod, "_is_fsdp_managed_module", False):
+        if mp is None and getattr(self._armature_target, "_is_fsdp_managed_module", False):
             mp = "inputs"   # fully_shard'ed after compiling: FSDP swaps its parameters
         cf = self._armature_forwards.get(mp)
         if cf is None:
             cf = CompiledFunction(_module_call, self._armature_backend, self._armature_fullgraph,
-                                  bound_self=self._orig_mod, has_self=True, dynamic=self._armature_dynamic,
+                                  bound_self=self._armature_target, has_self=True, dynamic=self._armature_dynamic,
                                   group=self._armature_group(), module_parameters=mp)
             cf = self._armature_forwards.setdefault(mp, cf)   # (threads: one cache for all)
         return cf
@@ -314,12 +318,12 @@ class CompiledModule(torch.nn.Module):
         if self._forward_hooks or self._forward_pre_hooks:  # hooks on the wrapper itself
             return torch.nn.Module.__call__(self, *args, **kwargs)
         if self._armature_distributed is not None:   # DDP's / FSDP's machinery eager, the math compiled
-            return self._armature_distributed(self._orig_mod, *args, **kwargs)
+            return self._armature_distributed(self._armature_target, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         if self._armature_distributed is not None:
-            return self._armature_distributed(self._orig_mod, *args, **kwargs)
+            return self._armature_distributed(self._armature_target, *args, **kwargs)
         return self._compiled_call()(*args, **kwargs)
 
     def train(self, mode: bool = True):
@@ -348,7 +352,26 @@ class CompiledModule(torch.nn.Module):
         if name == "training":
             object.__setattr__(self, name, value)
             return
+        if name == "_orig_mod":
+            self._set_orig_mod(value)
+            return
         setattr(self._orig_mod, name, value)
+
+    def _set_orig_mod(self, mod) -> None:
+        """``compiled._orig_mod = m`` (accelerate's extract_model_from_parallel
+        gives the wrapper back the module it unwrapped): as torch.compile's
+        wrapper, ``_orig_mod``, the attributes read through it and the
+        parameters, buffers and submodules (state_dict) are now ``m``'s;
+        calls still run the module that was compiled."""
+        if not isinstance(mod, torch.nn.Module):
+            raise TypeError(f"cannot assign '{type(mod).__name__}' as '_orig_mod' of a compiled module "
+                            "(a torch.nn.Module is expected)")
+        d = self.__dict__
+        if mod is d["_orig_mod"]:
+            return
+        d["_orig_mod"] = mod
+        for name in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
+            d[name] = getattr(mod, name)
 
     def __delattr__(self, name):
         delattr(self._orig_mod, name)
@@ -534,6 +557,22 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
             cache.dynamic_sources.add(g.source)
         if g.kind is Kind.ID_MATCH and isinstance(g.source, LocalSource) and _another_instance(f, g, args, kwargs):
             cache.dynamic_sources.add(g.source)
+
+
+def _with_module_int_hint(reason: str, f, guards, args, kwargs) -> str:
+    """The recompile reason, told why when the failed guard is an int
+    attribute of a module (static, so every new value recompiles, as under
+    torch.compile: a step counter read in forward is the usual cause)."""
+    from .guards.build import failed_guard
+    from .guards.guard import Kind
+    g = failed_guard(f, guards, args, kwargs)
+    if g is None or g == "unbound" or g.source is None or g.kind is not Kind.CONSTANT_MATCH \
+            or not _module_int(f, g, args, kwargs):
+        return reason
+    first, _, rest = reason.partition("\n")
+    hint = (" [an int attribute of a module: static, as torch.compile keeps them; make it a tensor, or set "
+            "armature.config.allow_unspec_int_on_nn_module = True to make it dynamic once it changes]")
+    return first + hint + ("\n" + rest if rest else "")
 
 
 def _module_int(f, g, args, kwargs) -> bool:

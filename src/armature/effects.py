@@ -135,6 +135,8 @@ class SideEffects:
                 out.append(f"del {r.obj}.{r.name}")
             elif isinstance(r, DictReplace):
                 out.append(f"{r.obj}.__dict__ = ...")
+            elif isinstance(r, MethodCall):
+                out.append(f"{r.obj}.{r.name}(...) called")
             elif isinstance(r, ContainerMutated):
                 out.append(f"{r.container} mutated")
             elif isinstance(r, GlobalStore):

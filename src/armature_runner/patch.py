@@ -27,6 +27,15 @@ What is routed, and how torch's arguments are mapped:
 * ``is_compiling``: ``torch.compiler.is_compiling`` already answers True
   inside armature's traces (and False when code runs), so it is left as it
   is; ``torch._dynamo.is_compiling`` is pointed at it.
+* ``OptimizedModule`` (``torch._dynamo.eval_frame.OptimizedModule`` and
+  ``torch._dynamo.OptimizedModule``): libraries ask whether a model is
+  compiled with ``isinstance(m, OptimizedModule)`` and then use
+  ``m._orig_mod`` (accelerate's ``is_compiled_module`` and
+  ``extract_model_from_parallel``).  The name is pointed at a subclass of
+  torch's class whose ``isinstance``/``issubclass`` also answer True for
+  armature's compiled modules (which have ``_orig_mod``, and accept it
+  back: api.CompiledModule).  Torch's own instances still pass, and
+  constructing it still builds torch's kind.
 """
 from __future__ import annotations
 
@@ -172,8 +181,34 @@ def explain(f, *extra_args, **extra_kwargs):
 
 # --- patching -----------------------------------------------------------------
 
+_STAND_INS: dict = {}
+
+
+def optimized_module_stand_in(real: type) -> type:
+    """A subclass of torch's ``OptimizedModule`` (``real``) that
+    ``isinstance``/``issubclass`` also match for armature's compiled
+    modules; one per torch class."""
+    cls = _STAND_INS.get(real)
+    if cls is not None:
+        return cls
+    matched = (real, api.CompiledModule)
+
+    class _Meta(type(real)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, matched)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, matched)
+
+    cls = _Meta("OptimizedModule", (real,), {"__module__": real.__module__, "__qualname__": real.__qualname__,
+                                             "__doc__": real.__doc__})
+    _STAND_INS[real] = cls
+    return cls
+
+
 def _targets(router: Router) -> list[tuple[types.ModuleType, str, Any]]:
     import torch._dynamo as dynamo   # (this module only: see the docstring)
+    import torch._dynamo.eval_frame as eval_frame
     import torch.compiler as compiler
     same = {
         "disable": disable, "graph_break": markers.graph_break, "mark_dynamic": mark_dynamic,
@@ -189,6 +224,13 @@ def _targets(router: Router) -> list[tuple[types.ModuleType, str, Any]]:
             out.append((compiler, name, value))
     if hasattr(dynamo, "mark_unbacked"):
         out.append((dynamo, "mark_unbacked", marks.mark_unbacked))
+    real = eval_frame.__dict__.get("OptimizedModule")
+    real = getattr(real, "__bases__", (None,))[0] if real in _STAND_INS.values() else real
+    if isinstance(real, type):
+        stand_in = optimized_module_stand_in(real)
+        out.append((eval_frame, "OptimizedModule", stand_in))
+        if dynamo.__dict__.get("OptimizedModule") is not None:
+            out.append((dynamo, "OptimizedModule", stand_in))
     return out
 
 

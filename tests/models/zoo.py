@@ -182,6 +182,23 @@ def hf_gpt2():
     return Case(model, lambda: ((_token_ids(),), {}))
 
 
+@_seeded
+def hf_gpt2_loss():
+    """GPT-2 given labels (DistilGPT-2's dashboard inputs): the loss path
+    reads ``self.loss_function``, which calls ``logger.warning_once`` (an
+    lru_cache'd method of logging.Logger) about ``loss_type=None``; the call
+    is replayed after the graph and the warning logged once, as in eager."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS,
+                        n_positions=64, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(config)
+
+    def inputs():
+        ids = _token_ids()
+        return (ids,), {"labels": ids, "use_cache": False}
+    return Case(model, inputs)
+
+
 def _llama_config():
     from transformers import LlamaConfig
     return LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
@@ -208,6 +225,23 @@ def hf_t5():
 
     def inputs():
         return (_token_ids(),), {"decoder_input_ids": _token_ids(seq=4, seed=2), "use_cache": False}
+    return Case(model, inputs)
+
+
+@_seeded
+def hf_t5_cache():
+    """T5 called with its default ``use_cache=True`` and no cache: it builds
+    ``DynamicCache(config=...)``, whose ``get_text_config`` deep-copies the
+    config (a PretrainedConfig, with its own __getattribute__)."""
+    from transformers import T5Config, T5Model
+    config = T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=2 * HIDDEN,
+                      num_layers=LAYERS, num_decoder_layers=LAYERS, num_heads=HEADS,
+                      dropout_rate=0.0, relative_attention_num_buckets=8,
+                      relative_attention_max_distance=16, decoder_start_token_id=0)
+    model = T5Model(config)
+
+    def inputs():
+        return (_token_ids(),), {"decoder_input_ids": _token_ids(seq=4, seed=2)}
     return Case(model, inputs)
 
 
@@ -325,6 +359,25 @@ def hf_xglm():
 
 
 @_seeded
+def hf_deberta_v2():
+    """DeBERTa-v2 (masked LM): its attention calls functions compiled with
+    ``torch.jit.script`` (``make_log_bucket_position``,
+    ``c2p_dynamic_expand``...), traced through their Python source."""
+    from transformers import DebertaV2Config, DebertaV2ForMaskedLM
+    config = DebertaV2Config(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=LAYERS,
+                             num_attention_heads=HEADS, intermediate_size=2 * HIDDEN,
+                             max_position_embeddings=64, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0, relative_attention=True,
+                             position_buckets=8, pos_att_type=["p2c", "c2p"])
+    model = DebertaV2ForMaskedLM(config)
+
+    def inputs():
+        ids, mask = _padded_ids()
+        return (ids,), {"attention_mask": mask}
+    return Case(model, inputs)
+
+
+@_seeded
 def hf_t5_generation():
     """T5 with its LM head, for the greedy decoding test (test_models.py)."""
     from transformers import T5Config, T5ForConditionalGeneration
@@ -420,4 +473,7 @@ BUILDERS = {
     "trocr": hf_trocr,
     "xglm": hf_xglm,
     "timm_vit_drop_path": timm_vit_drop_path,
+    "deberta_v2": hf_deberta_v2,
+    "gpt2_loss": hf_gpt2_loss,
+    "t5_cache": hf_t5_cache,
 }

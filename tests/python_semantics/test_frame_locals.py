@@ -349,3 +349,32 @@ def test_class_body_locals_is_a_break_at_the_class_statement():
     assert counter.frame_count == 1 and not fallbacks, fallbacks
     e = armature.explain(locals_in_class_body)(X.clone())
     assert any("class body" in r.reason for r in e.break_reasons), str(e)
+
+
+# --- a callee that looks at its caller's frame -------------------------------------
+# (it is called natively at the break, not through a compiled wrapper of
+# armature's, whose frames it would see: compile_frame's wrap_callee)
+
+
+def _caller_name():
+    import sys
+    return sys._getframe(1).f_code.co_name
+
+
+def _helper_asking_who_called(x):
+    return x + 1, _caller_name()
+
+
+def calls_helper_that_looks_up(x):
+    y, name = _helper_asking_who_called(x * 2)
+    return y * 3, name
+
+
+def test_callee_sees_its_real_caller_frame():
+    # (armature used to run it through its own wrapper: '_run_original')
+    x = torch.ones(2)
+    compiled = armature.compile(calls_helper_that_looks_up, backend="eager")
+    for _ in range(2):
+        out = compiled(x)
+        assert_equal(calls_helper_that_looks_up(x), out)
+        assert out[1] == "_helper_asking_who_called"

@@ -71,3 +71,42 @@ def test_disable_and_mark_dynamic_take_torch_signatures():
         out = armature.explain(f)(x)
         assert out.graph_break_count == 1 and "marked armature.disable" in out.break_reasons[0].reason
         assert "hint:" in str(out)
+
+
+def test_optimized_module_checks_and_orig_mod():
+    from torch._dynamo.eval_frame import OptimizedModule as real
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU())
+    torch_compiled = torch.compile(net, backend="eager")
+    with armature.patch_torch_compile(backend="eager", record_run=False):
+        stand_in = torch._dynamo.eval_frame.OptimizedModule
+        assert torch._dynamo.OptimizedModule is stand_in and stand_in is not real
+        m = torch.compile(net)
+        assert isinstance(m, armature.CompiledModule)
+        assert isinstance(m, torch._dynamo.eval_frame.OptimizedModule)
+        assert isinstance(torch_compiled, stand_in)           # torch's own still pass
+        assert issubclass(type(m), stand_in) and issubclass(real, stand_in)
+        assert not isinstance(net, stand_in) and not issubclass(torch.nn.Linear, stand_in)
+        assert m._orig_mod is net
+        x = torch.randn(4, 3)
+        assert torch.equal(m(x), net(x))
+    assert torch._dynamo.eval_frame.OptimizedModule is real and torch._dynamo.OptimizedModule is real
+    assert not isinstance(m, real)
+
+
+def test_orig_mod_given_back_or_swapped():
+    torch.manual_seed(0)
+    net, other = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    m = armature.compile(net, backend="eager")
+    x = torch.randn(4, 3)
+    m._orig_mod = net                      # accelerate's extract_model_from_parallel: the same module back
+    assert m._orig_mod is net and "_orig_mod" not in net._modules
+    assert list(m.state_dict()) == ["weight", "bias"] and torch.equal(m(x), net(x))
+    m._orig_mod = other                    # as torch.compile: attributes and state follow, calls do not
+    assert m._orig_mod is other and m.weight is other.weight
+    assert all(a is b for a, b in zip(m.state_dict(keep_vars=True).values(), other.parameters()))
+    assert torch.equal(m(x), net(x))
+    t = torch.compile(torch.nn.Linear(3, 2), backend="eager")
+    first = t._orig_mod
+    t._orig_mod = other
+    assert torch.equal(t(x), first(x)) and t.weight is other.weight   # (torch.compile's behaviour)
+    torch._dynamo.reset()

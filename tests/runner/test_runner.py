@@ -61,7 +61,9 @@ def test_training_loop_with_a_break_and_a_recompile(tmp_path):
     s = summary(proc)
     assert "print() writes output" in s and at("train_loop.py", 'print("hidden mean"') in s
     assert "hint: print() runs as Python between two graphs" in s
-    assert "x.size()[0] == 12 failed: got 4" in s            # the recompile for the last, smaller batch
+    # a step counter on the module (self.steps) is static, as torch.compile keeps int attributes of
+    # modules: every new value recompiles, and the report says why
+    assert "guard failed: self.steps == 0 (now: 1) [an int attribute of a module: static" in s
     assert f"Net.forward ({at('train_loop.py', 'def forward')})" in s and "[compiled module Net]" in s
     assert "compile time:" in s and "tracing" in s and "backend" in s
     assert report.exists() and report.stat().st_size > 2000
@@ -120,3 +122,9 @@ def test_armature_report_env(tmp_path):
                       "f(torch.ones(3))\n"], cwd=str(tmp_path), ARMATURE_REPORT=str(path))
     assert proc.returncode == 0, proc.stderr
     assert path.exists() and "&lt;lambda&gt;" in path.read_text()   # (escaped)
+
+
+def test_libraries_asking_whether_a_model_is_compiled():
+    # accelerate-style checks (isinstance(m, OptimizedModule), m._orig_mod, the
+    # wrapper given its module back) print what they print under torch.compile
+    both("compiled_module_checks.py")

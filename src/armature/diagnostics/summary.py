@@ -85,7 +85,7 @@ def text(rec: RunRecord, report_path: str | None = None) -> str:
         lines.append("recompiles:")
         for f, r in recompiles[:20]:
             what = r.reason.splitlines()[0] if r.reason else (r.guard or "?")
-            lines.append(f"  - {f.name} ({_where(f.filename, f.firstlineno)}): guard failed: {_cut(what, 110)}")
+            lines.append(f"  - {f.name} ({_where(f.filename, f.firstlineno)}): guard failed: {_cut(what, 240)}")
         if len(recompiles) > 20:
             lines.append(f"  ... {len(recompiles) - 20} more")
     if python:

@@ -181,6 +181,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     plan: int | None = None
     brk: GraphBreak | None = None
     from_callee = False
+    wrap_callee = False   # the call at the break goes through a compiled wrapper of the callee
     speculate = True
     tried: set = set()   # breaks planned so far (a generator live at one moves it earlier)
     while True:
@@ -204,7 +205,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 check_left_suspended(ctx)   # (their cleanup would run when eager frees them)
                 speculation.validate(ctx)
                 if frame.stopped_at_break:
-                    emit_break(ctx, frame, body, from_callee=from_callee, backend=backend)
+                    emit_break(ctx, frame, body, from_callee=wrap_callee, backend=backend)
                 else:
                     emit_return(ctx, body, result)
             finally:
@@ -221,6 +222,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 if moved is not None:   # a generator made in the trace is live at the break or the return
                     tried.add(plan)
                     plan, from_callee = moved.origin
+                    wrap_callee = from_callee
                     brk = _moved_break(fn, brk, moved)
                     continue
             if fullgraph:
@@ -243,6 +245,10 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0)
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
+                # a callee that looks at its caller's frame (logging's record
+                # of who logged) is called natively: a compiled wrapper's
+                # frames would stand between it and the user's
+                wrap_callee = from_callee and not getattr(e, "frame_introspection", False)
                 what = e.what
                 if from_callee and len(e.user_stack) > 1:
                     callee = e.user_stack[-2].func_name
@@ -265,6 +271,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
             if moved is not None:   # a generator made in the trace is live at the break
                 tried.add(plan)
                 plan, from_callee = moved.origin
+                wrap_callee = from_callee
                 brk = _moved_break(fn, brk, moved)
                 continue
             return _fallback(fn, ctx.guards.as_list(), f"{brk}; the frame cannot be split there: {e}",

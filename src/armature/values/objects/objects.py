@@ -15,6 +15,7 @@ side effect.
 from __future__ import annotations
 
 import collections as _collections
+import functools as _functools
 import inspect
 import functools
 import types
@@ -119,6 +120,11 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
         tx.ctx.guards.add(Guard(Kind.ID_MATCH, ItemSource(AttrSource(class_source(owner, tx.ctx), "__dict__"), name),
                                 raw))
         return kinds.BoundMethodValue(kinds.ApplyValue(), cls_value)
+    if isinstance(raw, _functools._lru_cache_wrapper):
+        # a cached method (transformers' ``logger.warning_once``): the
+        # wrapper's __get__ binds it like a function (values/stdlib/functools.py)
+        fv = wrap_class_attr(tx, cls, name, raw, owner)
+        return fv if instance is None else kinds.BoundMethodValue(fv, instance)
     getter = getattr(type(raw), "__get__", None)
     if getter is not None and not isinstance(raw, (type, types.BuiltinFunctionType)):
         if isinstance(getter, types.FunctionType):
@@ -656,6 +662,9 @@ class ObjectValue(Value):
         return None
 
     def call(self, tx, args, kwargs):
+        from ..functions import script_functions
+        if not self.is_new and script_functions.is_script_function(self.obj):
+            return script_functions.inline_target(tx, self).call(tx, args, kwargs)
         m = self.dunder(tx, "__call__")
         if m is None:
             if getattr(self.cls, "__call__", None) is not None:

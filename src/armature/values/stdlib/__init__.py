@@ -1,7 +1,8 @@
 """Models of standard-library objects, one module per library module:
 functools, operator, itertools, math, os (fspath, os.path), collections (OrderedDict, defaultdict,
 deque), namedtuple, enum, dataclasses, typing; lazy_builtins holds the lazy
-zip/enumerate/map/filter.
+zip/enumerate/map/filter; deferred_output the output calls (logging,
+warnings) of a cached function whose call is replayed.
 
 ``common.wrap_special`` is consulted first by the builder: it returns a
 Value for objects these modules model, or None to let the builder continue.
@@ -38,4 +39,5 @@ from . import typing  # noqa: F401
 from . import copy  # noqa: F401
 from . import abc  # noqa: F401
 from . import os  # noqa: F401
+from . import deferred_output  # noqa: F401
 from .common import wrap_special  # noqa: F401

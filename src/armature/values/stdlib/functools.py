@@ -1,6 +1,8 @@
 """functools: ``partial`` (made in the frame or passed in), ``reduce``, and
-``lru_cache`` wrappers (whose calls read and fill a cache outside the frame,
-so they are refused).  Follows Modules/_functoolsmodule.c.
+``lru_cache`` wrappers (whose calls read and fill a cache outside the frame:
+a constant of the graph where the wrapped function is pure, a call replayed
+natively where its only effect is output, else refused).  Follows
+Modules/_functoolsmodule.c.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .common import (_MISSING, _TYPE_HANDLERS, _attr_src, _callable, _guard, _it
                      _no_kwargs, _std_class, _wrap)
 from ..builder import wrap
 from ..constant import ConstantValue
+from .. import kinds
 
 
 class PartialValue(Value):
@@ -153,18 +156,28 @@ RULES[functools.reduce] = _reduce
 
 
 class LruCacheValue(Value):
-    """A function wrapped by ``functools.lru_cache``/``functools.cache``.
+    """A function wrapped by ``functools.lru_cache``/``functools.cache``
+    (also reached as a method: ``obj.meth`` binds the wrapper to ``obj``).
     Calling it reads and fills the cache, state outside the frame.
 
-    A call with constant arguments whose wrapped function is pure is a
-    constant of the graph: the wrapped function is first traced in a
-    sandbox (no side effect, no tensor work, an immutable constant result,
-    or the call is a graph break), then the real wrapper is called while
-    tracing, which fills the cache as the eager call would (a hit returns
-    the cached value, even a stale one).  The entry's guard calls the
-    wrapper again on every call and checks it still answers the same: the
-    cache sees one call per call (hits and misses as in eager), a cleared
-    cache refills, and an answer that changed recompiles."""
+    The arguments must be known while tracing: constants, or objects from
+    outside the frame hashed by identity (``self`` of a cached method;
+    guarded by identity).  The wrapped function is first traced in a
+    sandbox (:func:`_speculate`); then:
+
+    * pure (no side effect, no tensor work, an immutable constant result):
+      the call is a constant of the graph.  The real wrapper is called
+      while tracing, which fills the cache as the eager call would (a hit
+      returns the cached value, even a stale one).  The entry's guard calls
+      the wrapper again on every call and checks it still answers the same:
+      the cache sees one call per call (hits and misses as in eager), a
+      cleared cache refills, and an answer that changed recompiles.
+    * its only effect is output (logging, warnings: ``logger.warning_once``)
+      and it returns None on every path: the call is replayed natively in
+      the residual code, in program order with the frame's other side
+      effects (values/stdlib/deferred_output.py), and the guards of the
+      path it took are kept.
+    * anything else is a graph break: the call runs natively."""
 
     def __init__(self, fn, source):
         super().__init__(source)
@@ -184,17 +197,23 @@ class LruCacheValue(Value):
                 any(o is None and not v.is_python_constant() for o, v in zip(objects, args)):
             raise Unsupported(f"calling the lru_cache-wrapped function {name} with arguments not known "
                               "while tracing", hint=hint)
-        if any(o is not None for o in objects) and len(tx.ctx.effects):
-            # (the method reads the object as it is now: the frame's pending writes are not in it)
-            raise Unsupported(f"calling the lru_cache-wrapped method {name} after the frame changed outside "
-                              "state", hint=hint)
         a = [v.as_python_constant() if o is None else o for o, v in zip(objects, args)]
         k = {n: v.as_python_constant() for n, v in kwargs.items()}
         try:
             hash((tuple(a), tuple(k.items())))
         except TypeError:
             raise Unsupported(f"calling the lru_cache-wrapped function {name} with unhashable arguments")
-        _speculate_pure(tx, self, args, objects, kwargs, name, hint)
+        out, sub, output = _speculate(tx, self, args, objects, kwargs, name, hint)
+        if output:   # (replayed natively in program order: it sees the frame's writes before it)
+            return _replayed_call(tx, self, args, kwargs, sub, name, hint)
+        if any(o is not None for o in objects) and len(tx.ctx.effects):
+            # (called while tracing, the method reads the object as it is now: the frame's pending
+            # writes are not in it)
+            raise Unsupported(f"calling the lru_cache-wrapped method {name} after the frame changed outside "
+                              "state", hint=hint)
+        if not out.is_python_constant() or not _immutable(out.as_python_constant()):
+            raise Unsupported(f"the lru_cache-wrapped function {name} returns a mutable or non-constant value "
+                              "(the cache hands out the same object on every call)", hint=hint)
         try:
             real = self.fn(*a, **k)
         except Exception as e:  # noqa: BLE001  (the native call raises it)
@@ -214,6 +233,22 @@ class LruCacheValue(Value):
         if name == "__wrapped__":
             return _wrap(tx.ctx, self.fn.__wrapped__, _attr_src(self.source, "__wrapped__"))
         raise Unsupported(f"attribute {name!r} of an lru_cache wrapper")
+
+
+def _replayed_call(tx, lru: LruCacheValue, args, kwargs, sub, name: str, hint: str):
+    """A cached call whose only effect is output: replayed natively in the
+    residual code (values/stdlib/deferred_output.py)."""
+    from ...effects import MethodCall
+    from .deferred_output import returns_only_none
+    if not returns_only_none(lru.fn.__wrapped__):
+        raise Unsupported(f"the lru_cache-wrapped function {name} writes output and may return a value "
+                          "(a cache hit returns an earlier call's result)", hint=hint)
+    if lru.source is None:
+        raise Unsupported(f"the lru_cache-wrapped function {name} made in the frame", hint=hint)
+    for g in sub.guards:   # (the path it took: the same path is what the replay runs)
+        tx.ctx.guards.add(g)
+    tx.ctx.effects.record(MethodCall(lru, "__call__", list(args), dict(kwargs)))
+    return ConstantValue(None)
 
 
 def _answers(fn, args, kwargs, value) -> bool:
@@ -270,21 +305,24 @@ def _immutable(v) -> bool:
     return type(v) in _IMMUTABLE
 
 
-def _speculate_pure(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hint: str):
-    """Trace ``lru.fn.__wrapped__(*args, **kwargs)`` in a sandbox; its
-    constant result if it is pure (calling it in a guard is then safe),
-    else Unsupported.  What it read needs no guards of its own: the entry's
-    guard asks the cache itself."""
+def _speculate(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hint: str):
+    """Trace ``lru.fn.__wrapped__(*args, **kwargs)`` in a sandbox whose
+    output calls are recorded, not run: (result Value, sandbox context,
+    output calls).  Side effects or tensor work: Unsupported.  What it
+    read is guarded only when the call is replayed (the sandbox's guards,
+    copied by the caller); a constant call needs none of its own: the
+    entry's guard asks the cache itself."""
     from ...diagnostics.errors import UserException
     from ...graph.dynamic import DynamicPolicy
     from ...trace.inline import make_frame
     wrapped = lru.fn.__wrapped__
-    if not isinstance(wrapped, type(_speculate_pure)):
+    if not isinstance(wrapped, type(_speculate)):
         raise Unsupported(f"calling the lru_cache-wrapped {name}, which is not a Python function", hint=hint)
     main = tx.ctx
     sub = main.sandbox()
     sub.policy = DynamicPolicy(mode=False)
     sub.dynamic_sources = frozenset()
+    sub.deferred_output = []
     fn_v = wrap(sub, wrapped, _attr_src(lru.source, "__wrapped__"))
     # (an object argument is read afresh in the sandbox: nothing it reads
     # there reaches the trace's own Value of it)
@@ -299,10 +337,7 @@ def _speculate_pure(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hi
     if len(sub.effects) or sub.graph.has_ops() or sub.graph.tensor_inputs() or sub.graph.attrs:
         raise Unsupported(f"the lru_cache-wrapped function {name} has side effects or does tensor work",
                           hint=hint)
-    if not out.is_python_constant() or not _immutable(out.as_python_constant()):
-        raise Unsupported(f"the lru_cache-wrapped function {name} returns a mutable or non-constant value "
-                          "(the cache hands out the same object on every call)", hint=hint)
-    return out.as_python_constant()
+    return out, sub, sub.deferred_output
 
 
 def _wrap_lru(ctx, obj, source):
