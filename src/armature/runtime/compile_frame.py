@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import config as config_mod
-from .native_frames import loop_over_modules
+from .native_frames import break_in_loop, loop_over_modules
 from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
@@ -240,9 +240,10 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 index, from_callee = alternative
             if getattr(e, "frame_introspection", False) and not from_callee:
                 index = None   # natively it would see the transformed function's frame
-            if plan is None and index is not None and is_breakable(frame, index) and loop_over_modules(frame):
-                # a break inside a loop over modules: the frame runs natively,
-                # each layer's forward compiled on its own (native_frames.py)
+            if plan is None and index is not None and is_breakable(frame, index) \
+                    and (loop_over_modules(frame) or (cfg.loop_breaks == "native" and break_in_loop(frame, index))):
+                # a break inside a loop: the frame runs natively, what it
+                # calls compiled on its own (native_frames.py)
                 return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0)
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
