@@ -225,6 +225,7 @@ class TraceContext:
         g = self.graph
         g.graph.create_node("call_function", torch._C._set_grad_enabled, (effective,), {})
         g.op_count += 1
+        g.switch_count += 1
 
     # --- options (read live, so a config.patch region in the code applies) --
     @property
