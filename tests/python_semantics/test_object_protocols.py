@@ -168,6 +168,35 @@ def deepcopy_cycle(x):
     return n.me is n, x + 1
 
 
+class Accumulator:
+    """In-place operators of its own: ``a += x`` calls ``__iadd__(x)``."""
+
+    def __init__(self):
+        self.total = 0
+        self.seen = []
+
+    def __iadd__(self, other):
+        self.total = self.total + other
+        self.seen.append("iadd")
+        return self
+
+    def __imul__(self, other):
+        self.seen.append("imul")
+        return [self.total * other]      # (an in-place operator may return another object)
+
+    def __add__(self, other):
+        self.seen.append("add")
+        return self.total + other
+
+
+def inplace_dunders_with_operand(x, acc):
+    acc += x
+    acc += x * 2
+    b = acc + 1
+    acc *= 3
+    return acc, b
+
+
 CASES = [
     pytest.param(sorted_logs_comparisons, lambda: (_x(), []), 1, id="sorted_logs_comparisons"),
     pytest.param(sort_in_place_with_key, lambda: (_x(), []), 1, id="sort_in_place_with_key"),
@@ -180,6 +209,8 @@ CASES = [
     pytest.param(builtin_exception_with_keywords, lambda: (_x(),), 1, id="builtin_exception_with_keywords"),
     pytest.param(deepcopy_passed_in, lambda: (Cfg(), _x()), 1, id="deepcopy_passed_in"),
     pytest.param(deepcopy_cycle, lambda: (_x(),), 1, id="deepcopy_cycle"),
+    # (torch.compile: 2 graphs, it breaks at the in-place operator)
+    pytest.param(inplace_dunders_with_operand, lambda: (_x(), Accumulator()), 1, id="inplace_dunders_with_operand"),
 ]
 
 

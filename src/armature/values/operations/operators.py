@@ -84,7 +84,7 @@ def _object_binary(tx, op, a, b):
         raise Unsupported(f"operator {base.__name__} on user objects")
     name, rname = _DUNDERS[base]
     if op is not base:
-        res = _call_dunder(tx, a, "__i" + name[2:])
+        res = _call_dunder(tx, a, "__i" + name[2:], b)
         if res is not None:
             return res
     ta, tb = a.python_type(), b.python_type()
@@ -387,6 +387,9 @@ def values_equal(tx, a: Value, b: Value) -> bool:
         if (issubclass(ta, tuple) != issubclass(tb, tuple)) or len(a.items) != len(b.items):
             return False
         return all(values_equal(tx, x, y) for x, y in zip(a.items, b.items))
+    if isinstance(a, kinds.ObjectValue) or isinstance(b, kinds.ObjectValue):
+        # (their __eq__, or identity: PyObject_RichCompareBool, list.index, `in`)
+        return compare_op(tx, operator.eq, a, b).truth(tx)
     if a.is_python_constant() != b.is_python_constant():
         return False
     raise Unsupported(f"equality of {a} and {b}")
