@@ -127,11 +127,14 @@ class _Sequence(Value):
             self.items.clear()
             self.items.extend(new)
             return ConstantValue(None)
+        if name == "__iadd__" and len(args) == 1 and isinstance(self, ListValue):
+            self.method(tx, "extend", args, {})
+            return getattr(self, "owned_by", None) or self   # (list.__iadd__ returns the list itself)
         raise Unsupported(f"{self.python_type().__name__}.{name}() with these arguments")
 
 
 _SEQ_DUNDERS = frozenset({"__len__", "__getitem__", "__contains__", "__iter__", "__add__", "__setitem__",
-                          "__delitem__", "__init__"})
+                          "__delitem__", "__init__", "__iadd__"})
 
 
 class TupleValue(_Sequence):

@@ -103,7 +103,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
-        return kinds.BoundContainerMethod(instance.contents, name)
+        return kinds.BoundContainerMethod(seq_contents(tx, instance), name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
@@ -757,7 +757,7 @@ class ObjectValue(Value):
 
 
 from .builtin_subclasses import (_DICT_READ_METHODS, _DICT_TYPES, _dict_backed, _new_instance,  # noqa: E402
-                                 _new_tuple_instance, _seq_backed, dict_contents)
+                                 _new_tuple_instance, _seq_backed, dict_contents, seq_contents)
 
 class _BaseNew(Value):
     """``object.__new__`` / ``dict.__new__`` reached through super() in a
@@ -833,7 +833,7 @@ class SuperValue(Value):
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
-                    return kinds.BoundContainerMethod(inst.contents, name)
+                    return kinds.BoundContainerMethod(seq_contents(tx, inst), name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
