@@ -146,7 +146,9 @@ class TupleValue(_Sequence):
         return self.cls
 
     def _new(self, items):
-        return TupleValue(items)
+        # (a slice of a torch.Size is a torch.Size; of a namedtuple or another
+        # tuple subclass, a tuple)
+        return TupleValue(items, cls=torch.Size if self.cls is torch.Size else tuple)
 
     def as_python_constant(self):
         vals = [i.as_python_constant() for i in self.items]
