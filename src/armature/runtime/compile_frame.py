@@ -244,7 +244,11 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                     and (loop_over_modules(frame) or (cfg.loop_breaks == "native" and break_in_loop(frame, index))):
                 # a break inside a loop: the frame runs natively, what it
                 # calls compiled on its own (native_frames.py)
-                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0, _IN_LOOP)
+            if plan is None and index is not None and is_breakable(frame, index) \
+                    and getattr(e, "native_rest", False) and not (e.entering and ctx.graph.has_ops()):
+                # saved-tensor hooks: the region runs as Python (values/tensors/saved_tensor_hooks.py)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0, _AS_PYTHON)
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
                 what = e.what
@@ -290,12 +294,17 @@ def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
                       site_hint=brk.site_hint if brk is not None else moved.hint)
 
 
-def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float) -> CacheEntry:
-    """The entry of a frame that breaks inside a loop over modules: its own
-    code runs as Python, what it calls is compiled (runtime/native_frames.py)."""
+_IN_LOOP = (", inside a loop: the loop runs as Python and each module or function it calls is compiled as a "
+            "frame of its own (one graph for every layer of a class)")
+_AS_PYTHON = ": the frame runs as Python from there, what it calls is compiled as frames of their own"
+
+
+def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float, why: str) -> CacheEntry:
+    """The entry of a frame that breaks inside a loop, or enters a region
+    that must not compile: its own code runs as Python, what it calls is
+    compiled (runtime/native_frames.py)."""
     from .native_frames import routed_runner
-    what = (f"{e.what}, inside a loop over modules: the loop runs as Python and each module or function it "
-            "calls is compiled as a frame of its own (one graph for every layer of a class)")
+    what = f"{e.what}{why}"
     brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
                      internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
     log_breaks.debug("graph break in %s: %s", fn.__qualname__, what)
