@@ -23,7 +23,7 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...effects import DELETED, AttrDelete, AttrStore, DictReplace
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ItemSource, Source, constant_source
-from ..base import Value
+from ..base import Value, realize
 from ..constant import ConstantValue
 from ..builder import wrap, wrap_constant_result
 from .. import kinds
@@ -905,7 +905,12 @@ class _ObjectSlot(Value):
         n = 3 if self.kind == "set" else 2
         if kwargs or len(args) != n:
             raise user_error(TypeError, f"expected {n} arguments, got {len(args)}")
-        obj, name = args[0], args[1]
+        obj, name = realize(tx.ctx, args[0]), args[1]
+        if self.kind == "set" and isinstance(obj, kinds.ModuleValue) and name.is_python_constant() \
+                and type(name.as_python_constant()) is str:
+            # (bypasses nn.Module.__setattr__: the instance dict, nothing registered)
+            obj.store_in_dict(tx, name.as_python_constant(), args[2])
+            return ConstantValue(None)
         if not isinstance(obj, ObjectValue) or not name.is_python_constant():
             raise Unsupported(f"object.__{self.kind}attr__ on {obj}")
         if type(name.as_python_constant()) is not str:
