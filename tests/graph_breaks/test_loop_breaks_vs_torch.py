@@ -211,6 +211,61 @@ def loop_with_early_return(x, n):
     return x
 
 
+def _f3(x, y):
+    i = 0
+    while i < y:
+        i += 1
+        print("break in f3")
+        x = torch.sin(x)
+    return x
+
+
+def _f2(a, b):
+    a = (a + b).relu()
+    return _f3(a, b)
+
+
+def while_loop_in_callee_of_callee(x, n):
+    x = (x * 2.0).abs().sqrt()
+    return _f2(x, n)
+
+
+def _while_break(x, y):
+    z = x + y
+    i = 0
+    while i < 10:
+        z = z * 2
+        if i % 2 != 0:
+            print("break")
+            break
+        z = z - 1
+        i += 1
+    return z
+
+
+def while_break_statement_in_callee(x, y):
+    c = x * y
+    return _while_break(c, y) / x
+
+
+def _maybe_break(x, i):
+    if i == 5:
+        print("i == 5")
+    return x + 1
+
+
+def _loop_calling(x):
+    for i in range(8):
+        x = _maybe_break(x, i)
+    return x
+
+
+def callee_loop_breaks_on_one_iteration(x):
+    x = x + 1
+    x = _loop_calling(x)
+    return x + 1
+
+
 CASES = [
     pytest.param(for_range_print, lambda: (t(3), 6), id="for_range_print"),
     pytest.param(break_at_start, lambda: (t(3), 4), id="break_at_start"),
@@ -229,7 +284,17 @@ CASES = [
     pytest.param(break_after_loop, lambda: (t(3), 3), id="break_after_loop"),
     pytest.param(loop_writes_outside_state, lambda: (t(3), 3, Box()), id="loop_writes_outside_state"),
     pytest.param(loop_with_early_return, lambda: (t(3), 4), id="loop_with_early_return"),
+    # (PyTorch's own: test_misc-style nesting, a break in a loop two calls down)
+    pytest.param(while_loop_in_callee_of_callee, lambda: (t(3), 3), id="while_loop_in_callee_of_callee"),
+    pytest.param(while_break_statement_in_callee, lambda: (t(3), t(3)), id="while_break_statement_in_callee"),
+    pytest.param(callee_loop_breaks_on_one_iteration, lambda: (t(3),), id="callee_loop_breaks_on_one_iteration"),
 ]
+
+
+#: torch.compile compiles ``_maybe_break`` once for i == 0, again with i
+#: dynamic, and again for the call that breaks: armature's loop counter is
+#: dynamic from its second value on, the same break included
+FEWER = {callee_loop_breaks_on_one_iteration}
 
 
 def _run(fn, args, calls):
@@ -264,14 +329,19 @@ def _same_as_eager(fn, args, compiled):
 @pytest.mark.parametrize("fn,make_args", CASES)
 def test_loop_break_graphs_as_torch_compile(fn, make_args):
     """Default policy: eager's results and effects, torch.compile's graph
-    count, and later calls compile nothing new."""
+    count (at most: where torch.compile recompiles a callee per value of a
+    loop counter, armature makes it dynamic sooner), and later calls
+    compile nothing new."""
     args = make_args()
     counter = CountingBackend("eager")
     compiled = armature.compile(fn, backend=counter)
     _same_as_eager(fn, args, compiled)
     n = counter.frame_count
-    assert n == _torch_compile_graphs(fn, args), \
-        f"armature {n} graphs, torch.compile {_torch_compile_graphs(fn, args)}"
+    theirs = _torch_compile_graphs(fn, args)
+    if fn in FEWER:
+        assert n < theirs, f"armature {n} graphs, torch.compile {theirs}"
+    else:
+        assert n == theirs, f"armature {n} graphs, torch.compile {theirs}"
     _run(compiled, args, 2)
     assert counter.frame_count == n
 
