@@ -244,7 +244,8 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                     and (loop_over_modules(frame) or (cfg.loop_breaks == "native" and break_in_loop(frame, index))):
                 # a break inside a loop: the frame runs natively, what it
                 # calls compiled on its own (native_frames.py)
-                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0, _IN_LOOP)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0,
+                                     _IN_MODULE_LOOP if loop_over_modules(frame) else _IN_LOOP)
             if plan is None and index is not None and is_breakable(frame, index) \
                     and getattr(e, "native_rest", False) and not (e.entering and ctx.graph.has_ops()):
                 # saved-tensor hooks: the region runs as Python (values/tensors/saved_tensor_hooks.py)
@@ -294,8 +295,10 @@ def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
                       site_hint=brk.site_hint if brk is not None else moved.hint)
 
 
-_IN_LOOP = (", inside a loop: the loop runs as Python and each module or function it calls is compiled as a "
-            "frame of its own (one graph for every layer of a class)")
+_IN_MODULE_LOOP = (", inside a loop over modules: the loop runs as Python and each module or function it calls "
+                   "is compiled as a frame of its own (one graph for every layer of a class)")
+_IN_LOOP = (", inside a loop: the frame runs as Python (as torch.compile gives it up) and each module or function "
+            "it calls is compiled as a frame of its own")
 _AS_PYTHON = ": the frame runs as Python from there, what it calls is compiled as frames of their own"
 
 
