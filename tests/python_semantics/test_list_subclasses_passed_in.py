@@ -187,6 +187,19 @@ def overridden_append(x, seq):
     return len(seq), seq.appends
 
 
+class Numbers(list):
+    def total(self):
+        return sum(self)
+
+
+def sequence_protocols(x, nums):
+    a, b, c = nums
+    out = [x * v for v in nums] + [x * v for i, v in enumerate(nums)]
+    return (sorted(nums), list(nums), nums + [4], nums * 2, len(nums) == 3, nums == [1, 2, 3], nums != [1],
+            max(*nums), list(zip(nums, nums)), list(reversed(nums)), 2 in nums, nums.total(), a + b + c,
+            tuple(nums), nums[::-1], nums.copy(), torch.stack(out).sum())
+
+
 def overridden_setitem_raises(x, seq):
     seq[0] = x
     return x
@@ -209,6 +222,7 @@ CASES = [
     pytest.param(clear_and_return, lambda: (*ids_scores(), processors()), id="clear_and_return"),
     pytest.param(slices_and_membership, lambda: (*ids_scores(), processors()), id="slices_and_membership"),
     pytest.param(overridden_append, lambda: (torch.randn(3), Logged([torch.randn(3)])), id="overridden_append"),
+    pytest.param(sequence_protocols, lambda: (torch.randn(3), Numbers([1, 2, 3])), id="sequence_protocols"),
     pytest.param(tuple_subclass_passed_in, lambda: (torch.randn(3), Pair((torch.randn(3), torch.randn(3)))),
                  id="tuple_subclass_passed_in"),
 ]
