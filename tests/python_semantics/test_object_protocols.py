@@ -367,3 +367,25 @@ def sort_in_place_raises_caught(x, log):
 
 def test_sort_in_place_that_raises_leaves_eagers_list():
     assert_same_objects(sort_in_place_raises_caught, lambda: (_x(), []), fullgraph=False)
+
+
+class Plain:
+    """No __eq__ of its own: == is identity."""
+
+
+def equality_of_plain_objects(x, a, b):
+    return (x + (1 if a == b else 0), a != b, a in [b], [b, a].index(a), [a, b].count(b))
+
+
+def test_equality_of_passed_in_objects_is_guarded_by_identity():
+    """``a == b`` of objects without __eq__ is ``a is b``: a call passing one
+    object twice after a call passing two must not reuse the first answer."""
+    armature.reset()
+    compiled = armature.compile(equality_of_plain_objects, backend="eager")
+    x = torch.zeros(2)
+    o1, o2 = Plain(), Plain()
+    for a, b in ((o1, o2), (o1, o1), (o2, o1), (o2, o2)):
+        expected = equality_of_plain_objects(x, a, b)
+        got = compiled(x, a, b)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1:] == expected[1:], (got[1:], expected[1:])

@@ -292,10 +292,12 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
             res = _call_dunder(tx, b, rname, a)
         if res is not None:
             return res
+        # object's __eq__: identity (two inputs that are one object on another
+        # call are guarded apart: is_same)
         if op is operator.eq:
-            return ConstantValue(a is b)
+            return ConstantValue(is_same(tx, a, b))
         if op is operator.ne:
-            return ConstantValue(a is not b)
+            return ConstantValue(not is_same(tx, a, b))
         raise user_error(TypeError, f"'{op.__name__}' not supported between instances of "
                                     f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
