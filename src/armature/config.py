@@ -95,6 +95,14 @@ class Config:
     #: as inductor does.  backends/cpp_kernel_batches.py
     cpp_kernel_batches: bool = True
 
+    #: a graph break inside a ``for``/``while`` loop of a frame: "native" --
+    #: the frame runs as Python and the user functions and modules it calls
+    #: are compiled as frames of their own, as torch.compile does (its graph
+    #: count, no graphs per iteration); "split" -- the frame is split there
+    #: and the loop body's parts compile as resume functions (more, smaller
+    #: graphs, reused every iteration).  runtime/native_frames.py
+    loop_breaks: str = "native"
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 
@@ -150,6 +158,8 @@ def _check(name: str, value: Any) -> None:
         raise ValueError("armature.config.recompile_limit must be >= 1")
     if name == "regions" and value not in ("auto", "always", "off"):
         raise ValueError(f"armature.config.regions must be 'auto', 'always' or 'off', got {value!r}")
+    if name == "loop_breaks" and value not in ("native", "split"):
+        raise ValueError(f"armature.config.loop_breaks must be 'native' or 'split', got {value!r}")
     if name == "module_parameters" and value not in ("attributes", "inputs"):
         raise ValueError("armature.config.module_parameters must be 'attributes' or 'inputs', "
                          f"got {value!r}")

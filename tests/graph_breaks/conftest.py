@@ -47,3 +47,13 @@ def pytest_pyfunc_call(pyfuncitem):
     if os.WEXITSTATUS(status) != 0:
         raise AssertionError("failed in the forked child:\n" + b"".join(chunks).decode(errors="replace"))
     return True
+
+
+@pytest.fixture
+def split_loop_breaks():
+    """Breaks inside loops split the frame (``config.loop_breaks="split"``)
+    instead of running it natively as torch.compile does: for the tests of
+    the resume machinery inside loops (handlers, with blocks, generators)."""
+    import armature
+    with armature.config.patch(loop_breaks="split"):
+        yield

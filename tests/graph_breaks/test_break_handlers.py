@@ -38,6 +38,9 @@ from helpers import CountingBackend, assert_equal, assert_same, t
 
 from .util import FALLBACK_LOGGER, check_calls, collect_log, explain_fresh, graph_count, snap
 
+# the resume machinery inside loops (torch.compile would run these frames as Python)
+pytestmark = pytest.mark.usefixtures("split_loop_breaks")
+
 X0 = torch.tensor([1.0, -2.0, 3.0])
 
 

@@ -12,6 +12,9 @@ from helpers import assert_same, t, tpos
 
 from .util import explain_fresh
 
+# the resume machinery inside loops (torch.compile would run these frames as Python)
+pytestmark = pytest.mark.usefixtures("split_loop_breaks")
+
 
 def for_range_break(x, n):
     for i in range(n):

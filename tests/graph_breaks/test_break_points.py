@@ -511,6 +511,7 @@ def test_iterators_in_progress(fn, args, opts):
     run_case(fn, args, opts)
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (config.loop_breaks="split": the body compiles)
 def test_break_inside_for_compiles_body():
     """The loop body after a break is still captured in graphs (not all
     Python): ops of every body statement show up in some graph."""

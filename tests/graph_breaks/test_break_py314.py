@@ -101,6 +101,7 @@ def loop_with_break_then_exhausted(x):
     return total, i
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (a resume function inside the loop)
 def test_loops_left_through_pop_iter():
     check_calls(loop_with_break_then_exhausted, _x)
 

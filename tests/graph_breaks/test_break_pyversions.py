@@ -32,6 +32,7 @@ def comprehension_restores_outer_local(x):
     return ys, i, x * i     # (3.11: the comprehension is a function that runs as Python)
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (3.12+: a resume function inside the inlined comprehension)
 def test_comprehension_restores_outer_local_across_break():
     check_calls(comprehension_restores_outer_local, _x)
 
@@ -69,6 +70,7 @@ def break_inside_capturing_comprehension(x):
     return [f(x) for f in fns], k
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (3.12+: a resume function inside the inlined comprehension)
 def test_break_inside_a_comprehension_that_captures_its_variable():
     check_calls(break_inside_capturing_comprehension, _x)
 
@@ -79,6 +81,7 @@ def break_inside_plain_comprehension_of_a_cell(x):
     return ys, (lambda: k)(), x - k
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (3.12+: a resume function inside the inlined comprehension)
 def test_break_inside_a_comprehension_reusing_a_cell_slot():
     check_calls(break_inside_plain_comprehension_of_a_cell, _x)
 
@@ -322,5 +325,6 @@ def comprehension_of_unbound_variable(x):
         return ys, "unbound"
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (3.12+: a resume function inside the inlined comprehension)
 def test_comprehension_over_an_unbound_variable_breaks_inside():
     check_calls(comprehension_of_unbound_variable, _x)

@@ -71,6 +71,7 @@ def with_native_cm(x, log):
     return y
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (with_break_in_loop: a resume function inside the loop)
 @pytest.mark.parametrize("fn", [with_break, with_break_nested, with_break_in_loop, with_native_cm],
                          ids=lambda f: f.__name__)
 def test_with_block_break(fn):

@@ -223,18 +223,22 @@ def test_both_branches_cached_after_first_use():
 
 
 def test_while_data_dependent_graph_count():
-    # the condition's graph, then one graph for "body + condition" that every
-    # later iteration reuses (torch.compile: 2 as well on Python 3.11; on 3.13
-    # the loop's test is a forward jump inside the loop, where torch 2.15's
-    # Dynamo stops compiling the frame and runs the loop as Python: 1 graph;
-    # on 3.14 it compiles no graph of the frame at all and reports no break;
-    # on 3.12, with torch 2.11, 1 graph)
+    # torch.compile's count, by its loop rule (runtime/native_frames.break_in_loop):
+    # on Python 3.11 the condition's graph, then one graph for "body +
+    # condition" that every later iteration reuses (2); on 3.12 and 3.13 the
+    # loop's test is a forward jump inside the loop, so the frame runs the
+    # loop as Python after the first graph (1); on 3.14 the first test is
+    # inside the loop too (0)
     x = POS * 10
+    dynamo = {(3, 11): 2, (3, 12): 1, (3, 13): 1, (3, 14): 0}[sys.version_info[:2]]
     e = explain_fresh(while_max_halve, x)
     assert not e.fallbacks, str(e)
-    assert e.graph_count == 2, str(e)
-    dynamo = {(3, 11): 2, (3, 12): 1, (3, 13): 1, (3, 14): 0}[sys.version_info[:2]]
+    assert e.graph_count == dynamo, str(e)
     assert dynamo_graph_count(while_max_halve, x) == dynamo
+    with armature.config.patch(loop_breaks="split"):
+        # (split inside the loop: the condition's graph and "body + condition")
+        e = explain_fresh(while_max_halve, x)
+    assert not e.fallbacks and e.graph_count == 2, str(e)
 
 
 def test_while_data_dependent_graphs_do_not_grow():

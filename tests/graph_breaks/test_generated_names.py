@@ -199,6 +199,7 @@ def f(x, n):
 """
 
 
+@pytest.mark.usefixtures("split_loop_breaks")   # (natively the names never meet armature's)
 @pytest.mark.parametrize("name", ["___stack0", "___tmp1", "___f", "___v1"])
 def test_loop_with_break_and_graph_breaks(name):
     f, plain = _spelled(LOOP_SRC, name=name)

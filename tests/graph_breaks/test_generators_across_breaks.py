@@ -27,7 +27,8 @@ from helpers import USING_TORCH, CountingBackend, assert_equal
 
 from .util import FALLBACK_LOGGER, collect_log
 
-pytestmark = pytest.mark.skipif(USING_TORCH, reason="compares armature with torch.compile itself")
+pytestmark = [pytest.mark.skipif(USING_TORCH, reason="compares armature with torch.compile itself"),
+              pytest.mark.usefixtures("split_loop_breaks")]
 
 #: 3.11 runs a comprehension as a function of its own (3.12+ inlines it)
 COMPREHENSION_FUNCTIONS = sys.version_info < (3, 12)

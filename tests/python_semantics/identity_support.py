@@ -143,7 +143,10 @@ def oracle_graphs(fn, make_inputs, calls=2, fullgraph=False):
 #: torch the case is checked against eager, and ``fullgraph=True``, alone.
 OLD_ORACLE_DIFFERS = frozenset({"nested_function_setattr", "id_dict_keys", "id_of_closure_objects",
                                 "id_seen_dedupe", "nested_function_keys", "namedtuple_defaults",
-                                "tuple_subclass"})
+                                "tuple_subclass",
+                                # (test_list_subclasses_passed_in: torch 2.11 fails fullgraph on
+                                # list-subclass indexing, breaks on a tuple subclass's method)
+                                "index_len_bool", "tuple_subclass_passed_in"})
 
 
 def check_against_oracle(fn, make_inputs, calls=2, fullgraph_ok=True, fewer_than_oracle=None):

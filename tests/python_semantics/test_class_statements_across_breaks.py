@@ -356,6 +356,7 @@ def test_frame_value_read_by_the_body_is_guarded():
     assert history[0] == history[1] and history[-3] == history[-2] == history[-1], history
 
 
+@armature.config.patch(loop_breaks="split")   # (resume functions inside the loop)
 def test_class_attribute_changed_in_a_loop_that_breaks():
     history = []
     run(break_in_a_loop_with_class, lambda i: (X.clone(),), history=history)

@@ -293,6 +293,7 @@ def test_fullgraph(fn):
     (dir_after_break, 2), (builtins_attribute, 1), (locals_each_iteration, 0), (after_break, 2),
     (named_like_generated, 1), (locals_kept_in_a_variable, 2),
 ], ids=lambda v: getattr(v, "__name__", ""))
+@armature.config.patch(loop_breaks="split")   # (in_loop_with_break: a resume function inside the loop)
 def test_split_at_a_break(fn, graphs):
     # no frame runs as Python; the graphs are those of the tensor work on
     # each side of the breaks (over three calls: the later ones hit the caches)

@@ -266,3 +266,32 @@ def test_a_closure_whose_cell_is_empty_on_one_call():
     compiled = armature.compile(calls_it, backend="eager")
     for flag in (False, True, False, True):
         assert_equal(calls_it(X, maybe_bound(flag)), compiled(X, maybe_bound(flag)))
+
+
+def sibling_closures_with_a_break(x, n):
+    def leaf(a):
+        print("leaf")         # a graph break: ``inner`` is compiled on its own
+        return a * 3
+
+    def inner(a, b):
+        a = (a + b).relu()
+        return leaf(a)        # ``leaf`` from inner's closure: made per call of the outer code
+    return inner(x, n)
+
+
+def test_a_sibling_closure_read_from_the_closure_is_guarded_by_code(capsys):
+    """``inner``, compiled on its own after the break, reads ``leaf`` from
+    its closure: a new function on every call of the outer code, guarded by
+    its code (not identity), so ``inner`` compiles once (it recompiled on
+    every call, up to the recompile limit)."""
+    from helpers import CountingBackend
+    armature.reset()
+    counter = CountingBackend("eager")
+    compiled = armature.compile(sibling_closures_with_a_break, backend=counter)
+    for _ in range(4):
+        expected = sibling_closures_with_a_break(X, 3)
+        eager_out = capsys.readouterr().out
+        assert_equal(expected, compiled(X, 3))
+        assert capsys.readouterr().out == eager_out
+    # (inner's graph and leaf's after its print; torch.compile: the same)
+    assert counter.frame_count == 2 <= _torch_frames(sibling_closures_with_a_break, [(X, 3)] * 4)

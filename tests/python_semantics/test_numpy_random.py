@@ -34,6 +34,7 @@ def generator_object(x, rng):
 
 @pytest.mark.parametrize("fn,graphs", [(draws_between_tensor_work, 2),
                                       (draws_in_a_loop, 3)])   # (the loop's resume functions serve every iteration)
+@armature.config.patch(loop_breaks="split")   # (draws_in_a_loop: resume functions inside the loop)
 def test_the_frame_stays_compiled_around_the_draw(fn, graphs):
     armature.reset()
     counter = CountingBackend("eager")

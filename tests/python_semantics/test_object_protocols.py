@@ -168,6 +168,35 @@ def deepcopy_cycle(x):
     return n.me is n, x + 1
 
 
+class Accumulator:
+    """In-place operators of its own: ``a += x`` calls ``__iadd__(x)``."""
+
+    def __init__(self):
+        self.total = 0
+        self.seen = []
+
+    def __iadd__(self, other):
+        self.total = self.total + other
+        self.seen.append("iadd")
+        return self
+
+    def __imul__(self, other):
+        self.seen.append("imul")
+        return [self.total * other]      # (an in-place operator may return another object)
+
+    def __add__(self, other):
+        self.seen.append("add")
+        return self.total + other
+
+
+def inplace_dunders_with_operand(x, acc):
+    acc += x
+    acc += x * 2
+    b = acc + 1
+    acc *= 3
+    return acc, b
+
+
 CASES = [
     pytest.param(sorted_logs_comparisons, lambda: (_x(), []), 1, id="sorted_logs_comparisons"),
     pytest.param(sort_in_place_with_key, lambda: (_x(), []), 1, id="sort_in_place_with_key"),
@@ -180,6 +209,8 @@ CASES = [
     pytest.param(builtin_exception_with_keywords, lambda: (_x(),), 1, id="builtin_exception_with_keywords"),
     pytest.param(deepcopy_passed_in, lambda: (Cfg(), _x()), 1, id="deepcopy_passed_in"),
     pytest.param(deepcopy_cycle, lambda: (_x(),), 1, id="deepcopy_cycle"),
+    # (torch.compile: 2 graphs, it breaks at the in-place operator)
+    pytest.param(inplace_dunders_with_operand, lambda: (_x(), Accumulator()), 1, id="inplace_dunders_with_operand"),
 ]
 
 
@@ -336,3 +367,25 @@ def sort_in_place_raises_caught(x, log):
 
 def test_sort_in_place_that_raises_leaves_eagers_list():
     assert_same_objects(sort_in_place_raises_caught, lambda: (_x(), []), fullgraph=False)
+
+
+class Plain:
+    """No __eq__ of its own: == is identity."""
+
+
+def equality_of_plain_objects(x, a, b):
+    return (x + (1 if a == b else 0), a != b, a in [b], [b, a].index(a), [a, b].count(b))
+
+
+def test_equality_of_passed_in_objects_is_guarded_by_identity():
+    """``a == b`` of objects without __eq__ is ``a is b``: a call passing one
+    object twice after a call passing two must not reuse the first answer."""
+    armature.reset()
+    compiled = armature.compile(equality_of_plain_objects, backend="eager")
+    x = torch.zeros(2)
+    o1, o2 = Plain(), Plain()
+    for a, b in ((o1, o2), (o1, o1), (o2, o1), (o2, o2)):
+        expected = equality_of_plain_objects(x, a, b)
+        got = compiled(x, a, b)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1:] == expected[1:], (got[1:], expected[1:])

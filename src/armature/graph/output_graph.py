@@ -64,6 +64,10 @@ class OutputGraph:
         #: input named after a user's parameter called self becomes self_1)
         self._names: set[str] = {"self"}
         self.op_count = 0
+        #: of those, grad-mode switches (``_set_grad_enabled``): a graph of
+        #: nothing else computes nothing and is not compiled (the frame's
+        #: exit sets the grad mode it leaves behind itself)
+        self.switch_count = 0
         #: some node writes into a tensor in place (an input may be mutated)
         self.mutates = False
         #: names of sources as ShapeEnv sees them (graph/dynamic.py)
@@ -134,7 +138,7 @@ class OutputGraph:
         sub.graph = torch.fx.Graph()
         sub.inputs, sub.attrs, sub._names = [], {}, set()
         sub._last_placeholder = None
-        sub.op_count, sub.mutates = 0, False
+        sub.op_count, sub.switch_count, sub.mutates = 0, 0, False
         sub.op_nodes = []
         sub.symbolic_inputs, sub.symbolic_contexts = [], []
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
@@ -290,7 +294,9 @@ class OutputGraph:
 
     # --- finish -------------------------------------------------------------
     def has_ops(self) -> bool:
-        return self.op_count > 0
+        """Whether the graph computes anything (as torch.compile, which
+        does not call the backend for a graph without calls)."""
+        return self.op_count > self.switch_count
 
     def finish(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         self.graph.output(tuple(outputs))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import config as config_mod
-from .native_frames import loop_over_modules
+from .native_frames import break_in_loop, loop_over_modules
 from ..codegen.breaks import BreakNotPossible, emit_break, is_breakable
 from ..codegen.emitter import Emitter
 from ..codegen.exit import emit_return
@@ -239,10 +239,16 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                 index, from_callee = alternative
             if getattr(e, "frame_introspection", False) and not from_callee:
                 index = None   # natively it would see the transformed function's frame
-            if plan is None and index is not None and is_breakable(frame, index) and loop_over_modules(frame):
-                # a break inside a loop over modules: the frame runs natively,
-                # each layer's forward compiled on its own (native_frames.py)
-                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0)
+            if plan is None and index is not None and is_breakable(frame, index) \
+                    and (loop_over_modules(frame) or (cfg.loop_breaks == "native" and break_in_loop(frame, index))):
+                # a break inside a loop: the frame runs natively, what it
+                # calls compiled on its own (native_frames.py)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0,
+                                     _IN_MODULE_LOOP if loop_over_modules(frame) else _IN_LOOP)
+            if plan is None and index is not None and is_breakable(frame, index) \
+                    and getattr(e, "native_rest", False) and not (e.entering and ctx.graph.has_ops()):
+                # saved-tensor hooks: the region runs as Python (values/tensors/saved_tensor_hooks.py)
+                return _native_frame(fn, ctx, e, backend, time.perf_counter() - t0, _AS_PYTHON)
             if plan is None and index is not None and is_breakable(frame, index):
                 plan = index
                 # a callee that looks at its caller's frame (logging's record
@@ -293,12 +299,19 @@ def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
                       site_hint=brk.site_hint if brk is not None else moved.hint)
 
 
-def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float) -> CacheEntry:
-    """The entry of a frame that breaks inside a loop over modules: its own
-    code runs as Python, what it calls is compiled (runtime/native_frames.py)."""
+_IN_MODULE_LOOP = (", inside a loop over modules: the loop runs as Python and each module or function it calls "
+                   "is compiled as a frame of its own (one graph for every layer of a class)")
+_IN_LOOP = (", inside a loop: the frame runs as Python (as torch.compile gives it up) and each module or function "
+            "it calls is compiled as a frame of its own")
+_AS_PYTHON = ": the frame runs as Python from there, what it calls is compiled as frames of their own"
+
+
+def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float, why: str) -> CacheEntry:
+    """The entry of a frame that breaks inside a loop, or enters a region
+    that must not compile: its own code runs as Python, what it calls is
+    compiled (runtime/native_frames.py)."""
     from .native_frames import routed_runner
-    what = (f"{e.what}, inside a loop over modules: the loop runs as Python and each module or function it "
-            "calls is compiled as a frame of its own (one graph for every layer of a class)")
+    what = f"{e.what}{why}"
     brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
                      internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
     log_breaks.debug("graph break in %s: %s", fn.__qualname__, what)

@@ -27,6 +27,7 @@ and compiled whole again.
 """
 from __future__ import annotations
 
+import dis
 import os
 import sysconfig
 import types
@@ -52,6 +53,30 @@ def is_user_code(code: types.CodeType) -> bool:
         return False
     installed = "site-packages" in real or "dist-packages" in real
     return installed or not real.startswith(_STDLIB_DIRS)
+
+
+#: every jump opcode of the running CPython (3.13 lists them in ``hasjump``)
+_JUMP_OPNAMES = frozenset(dis.opname[o] for o in (getattr(dis, "hasjump", None) or dis.hasjrel + dis.hasjabs))
+
+
+def break_in_loop(frame, index: int) -> bool:
+    """Whether a break before instruction ``index`` of the root frame is
+    inside a loop, by torch.compile's rule: a jump after it, before the
+    first return, leads back to an earlier offset.  torch.compile does not
+    split such a frame (the resume functions would be one per iteration, a
+    graph each); it runs the frame as Python and compiles what the frame
+    calls.  The rule is a heuristic (an early ``return`` in the loop body
+    hides the loop; a conditional jump that closes a loop is not inside
+    it), and using torch.compile's own keeps the graphs it makes the ones
+    users compare with."""
+    insts = frame.instructions
+    here = insts[index].offset
+    for inst in insts[index + 1:]:
+        if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+            return False
+        if inst.opname in _JUMP_OPNAMES and isinstance(inst.argval, int) and inst.argval < here:
+            return True
+    return False
 
 
 def loop_over_modules(frame) -> bool:

@@ -77,15 +77,18 @@ def compiling_state():
     ``torch.inference_mode()`` is traced (and its graph compiled) with grad
     off instead, which is what inference mode means for autograd.  The
     compiled code runs under the caller's real inference mode, which the
-    entry guards (``ambient_modes`` is what the trace sees)."""
+    entry guards (``ambient_modes`` is what the trace sees).  Saved-tensor
+    hooks are deferred (values/tensors/saved_tensor_hooks.py)."""
     from torch._subclasses.meta_utils import disable_inference_mode_for_fake_prop
+    from ..values.tensors import saved_tensor_hooks
     inference = torch.is_inference_mode_enabled()
     outer = getattr(_AMBIENT, "state", None)
     _AMBIENT.state = (inference, torch.is_grad_enabled())
     try:
         # (the caller's TorchFunctionModes are modelled by the trace: running
         # fake ops must not call them for real)
-        with disable_inference_mode_for_fake_prop(), torch._C.DisableTorchFunction():
+        # (saved-tensor hooks are not called on the tensors a compile makes)
+        with disable_inference_mode_for_fake_prop(), torch._C.DisableTorchFunction(), saved_tensor_hooks.deferred():
             if inference:
                 with torch.inference_mode(False), torch.no_grad():
                     yield
@@ -225,6 +228,7 @@ class TraceContext:
         g = self.graph
         g.graph.create_node("call_function", torch._C._set_grad_enabled, (effective,), {})
         g.op_count += 1
+        g.switch_count += 1
 
     # --- options (read live, so a config.patch region in the code applies) --
     @property

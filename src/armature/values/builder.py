@@ -15,7 +15,7 @@ import torch
 
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind, TensorMeta
-from ..guards.sources import ItemSource, LocalSource, Source
+from ..guards.sources import ClosureSource, ItemSource, LocalSource, Source
 from .base import Value
 from .constant import ConstantValue
 from . import kinds
@@ -299,7 +299,10 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         per_call = source is not None and reached_through_per_call_class(ctx, source)
         # (a closure's cells are read through it; which cells it holds is
         # guarded where it matters: values/functions/closure_aliasing.py)
-        nested_argument = isinstance(source, LocalSource) and "<locals>" in obj.__qualname__
+        # (or read from the compiled function's closure: a function made per
+        # call of the code that made the compiled one, ``inner`` calling its
+        # sibling ``f3``)
+        nested_argument = isinstance(source, (LocalSource, ClosureSource)) and "<locals>" in obj.__qualname__
         from .functions.closure_aliasing import cells_bound
         if source is not None and (source in ctx.dynamic_sources or per_call or nested_argument) \
                 and not torch_ops.is_graph_function(obj) and cells_bound(obj):

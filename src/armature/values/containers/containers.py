@@ -133,6 +133,21 @@ class _Sequence(Value):
             return iterator_types.of(IteratorValue(list(self.items)), self)
         if name == "__add__" and len(args) == 1:
             return ops.binary_op(tx, operator.add, self._new(list(self.items)), args[0])
+        if name in ("__eq__", "__ne__") and len(args) == 1:
+            other = realize(tx.ctx, args[0])
+            base = list if isinstance(self, ListValue) else tuple
+            if isinstance(other, kinds.ObjectValue):
+                from ..objects.builtin_subclasses import _seq_backed, seq_contents
+                if not (isinstance(other.cls, type) and issubclass(other.cls, base) and _seq_backed(other)):
+                    return ConstantValue(NotImplemented)
+                other = seq_contents(tx, other)
+            if not (isinstance(other, _Sequence) and issubclass(other.python_type(), base)):
+                return ConstantValue(NotImplemented)
+            same = len(self.items) == len(other.items) and \
+                all(ops.values_equal(tx, a, b) for a, b in zip(self.items, other.items))
+            return ConstantValue(same if name == "__eq__" else not same)
+        if name in ("__mul__", "__rmul__") and len(args) == 1:
+            return ops.binary_op(tx, operator.mul, self._new(list(self.items)), args[0])
         if name == "__setitem__" and len(args) == 2 and isinstance(self, ListValue):
             self.setitem(tx, realize(tx.ctx, args[0]), args[1])
             return ConstantValue(None)
@@ -145,11 +160,14 @@ class _Sequence(Value):
             self.items.clear()
             self.items.extend(new)
             return ConstantValue(None)
+        if name == "__iadd__" and len(args) == 1 and isinstance(self, ListValue):
+            self.method(tx, "extend", args, {})
+            return getattr(self, "owned_by", None) or self   # (list.__iadd__ returns the list itself)
         raise Unsupported(f"{self.python_type().__name__}.{name}() with these arguments")
 
 
 _SEQ_DUNDERS = frozenset({"__len__", "__getitem__", "__contains__", "__iter__", "__add__", "__setitem__",
-                          "__delitem__", "__init__"})
+                          "__delitem__", "__init__", "__iadd__", "__mul__", "__rmul__", "__eq__", "__ne__"})
 
 
 class TupleValue(_Sequence):
@@ -161,7 +179,9 @@ class TupleValue(_Sequence):
         return self.cls
 
     def _new(self, items):
-        return TupleValue(items)
+        # (a slice of a torch.Size is a torch.Size; of a namedtuple or another
+        # tuple subclass, a tuple)
+        return TupleValue(items, cls=torch.Size if self.cls is torch.Size else tuple)
 
     def as_python_constant(self):
         vals = [i.as_python_constant() for i in self.items]

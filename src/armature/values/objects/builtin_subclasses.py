@@ -5,7 +5,12 @@ overrides inlined) plus its builtin items: ``contents``, a DictValue,
 ListValue or TupleValue that the base type's own methods (reached through
 the class, super() or the special methods) act on.  One made in the frame
 holds them from the start; a dict-subclass instance from outside is read
-through dict's own ``__getitem__`` (``dict_contents``).  Split from
+through dict's own ``__getitem__`` (``dict_contents``), and a list- or
+tuple-subclass instance from outside (transformers' ``LogitsProcessorList``,
+``StoppingCriteriaList``) through list's and tuple's own ``__len__``,
+``__getitem__`` and, for its mutations, ``__setitem__`` and ``extend``
+(``seq_contents``): the subclass's overrides stay the class's business and
+run where the program calls them.  Split from
 objects.py, which stays about attribute lookup and the object protocols.
 """
 from __future__ import annotations
@@ -52,9 +57,40 @@ def _new_tuple_instance(tx, cls, args, kwargs) -> "ObjectValue":
 
 
 def _seq_backed(obj) -> bool:
-    """An instance of a list/tuple subclass made in the frame: its items
-    live in ``obj.contents`` (a ListValue/TupleValue)."""
-    return isinstance(getattr(obj, "contents", None), (kinds.ListValue, kinds.TupleValue))
+    """An instance of a list/tuple subclass: its items live in
+    ``obj.contents`` (a ListValue/TupleValue; for one from outside the frame
+    made on first use by ``seq_contents``)."""
+    return isinstance(getattr(obj, "contents", None), (kinds.ListValue, kinds.TupleValue)) or _outside_seq(obj)
+
+
+def _outside_seq(obj) -> bool:
+    return getattr(obj, "contents", None) is None and not obj.is_new and obj.source is not None \
+        and isinstance(obj.obj, (list, tuple))
+
+
+def seq_contents(tx, obj: "ObjectValue"):
+    """The items of an instance of a list/tuple subclass.  One from outside
+    the frame is read through a view that calls list's (tuple's) own
+    methods, never the subclass's overrides: a list's length is guarded when
+    the trace looks at its items (appends alone need nothing, as for plain
+    lists, values/containers/containers.LazyListValue), and its mutations are
+    written back through the view."""
+    contents = getattr(obj, "contents", None)
+    if contents is not None:
+        return contents
+    if not _outside_seq(obj):
+        raise Unsupported(f"the items of {obj}")
+    view = _SeqViewSource(obj.source)
+    if isinstance(obj.obj, list):
+        contents = kinds.LazyListValue(_PlainSeqView(obj.obj), view, tx.ctx)
+    else:
+        items = tuple.__iter__(obj.obj)
+        tx.ctx.guards.add(Guard(Kind.LEN_MATCH, view, tuple.__len__(obj.obj)))
+        contents = kinds.TupleValue([wrap(tx.ctx, v, ItemSource(view, i)) for i, v in enumerate(items)],
+                                    source=view)
+    contents.owned_by = obj
+    obj.contents = contents
+    return contents
 
 
 def _dict_backed(obj) -> bool:
@@ -183,3 +219,112 @@ class UnboundDictMethod(Value):
 
     def __repr__(self):
         return f"<unbound {self.owner.__name__}.{self.name}>"
+
+
+@dataclass(frozen=True)
+class _SeqViewSource(Source):
+    """The items of a list/tuple-subclass instance as list's (tuple's) own
+    methods see them, for guards, item reads and write-backs."""
+
+    parent: Source
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        return f"{pool.const(_PlainSeqView)}({pool.render(self.parent)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(_PlainSeqView)
+        self.parent.emit(out)
+        out.call(1)
+
+    def __str__(self):
+        return f"list({self.parent})"
+
+
+class _PlainSeqView:
+    """A list or tuple read and written through the base type's own slots
+    (a subclass's ``__getitem__``/``__len__``/``__setitem__``/``extend``
+    overrides are skipped, as the trace skipped them)."""
+
+    __slots__ = ("s", "base")
+
+    def __init__(self, s):
+        self.s = s
+        self.base = list if isinstance(s, list) else tuple
+
+    def __len__(self):
+        return self.base.__len__(self.s)
+
+    def __getitem__(self, i):
+        return self.base.__getitem__(self.s, i)
+
+    def __iter__(self):
+        return self.base.__iter__(self.s)
+
+    def __setitem__(self, i, v):
+        list.__setitem__(self.s, i, v)
+
+    def extend(self, items):
+        list.extend(self.s, items)
+
+    def __getattr__(self, name):
+        # (a method reached through list's own class, run after a graph break)
+        return getattr(self.base, name).__get__(self.s, self.base)
+
+
+#: methods of the base types called unbound on an instance
+#: (``list.__getitem__(self, i)`` inside a subclass's override)
+_UNBOUND = {list: ("__getitem__", "__len__", "__iter__", "__contains__", "__setitem__", "__delitem__",
+                   "append", "extend", "insert", "pop", "remove", "clear", "index", "count", "copy",
+                   "reverse", "sort"),
+            tuple: ("__getitem__", "__len__", "__iter__", "__contains__", "index", "count"),
+            dict: tuple(_DICT_READ_METHODS)}
+
+
+def _plain_kind(owner: type):
+    return {list: kinds.ListValue, tuple: kinds.TupleValue, dict: kinds.DictValue}[owner]
+
+
+def _unbound_rule(owner: type, name: str, fn):
+    """``list.name(obj, ...)``: the container method on ``obj``'s items --
+    a subclass instance's (through the base type, never its overrides) or
+    a plain container's; anything else folds on constants as before."""
+    def handler(tx, *args, **kwargs):
+        from ..base import realize
+        from ..operations.builtins import fold_call
+        if args:
+            self_ = realize(tx.ctx, args[0])
+            contents = None
+            if isinstance(self_, kinds.ObjectValue) and isinstance(self_.cls, type) \
+                    and issubclass(self_.cls, owner):
+                if owner is dict:
+                    if _dict_backed(self_) and (self_.is_new or name in _DICT_READ_METHODS):
+                        contents = dict_contents(tx, self_)
+                elif _seq_backed(self_):
+                    contents = seq_contents(tx, self_)
+            elif isinstance(self_, _plain_kind(owner)) and self_.python_type() is owner:
+                contents = self_
+            if contents is not None:
+                return kinds.BoundContainerMethod(contents, name).call(tx, list(args[1:]), kwargs)
+        return fold_call(fn, args, kwargs)
+    return handler
+
+
+_RULES: dict = {}
+
+
+def unbound_rule(fn):
+    """The rule for ``fn``, a method of list/tuple/dict called through its
+    class (builtins.BuiltinValue asks), or None."""
+    rule = _RULES.get(fn)
+    if rule is None:
+        owner = getattr(fn, "__objclass__", None)
+        name = getattr(fn, "__name__", None)
+        if name not in _UNBOUND.get(owner, ()) or getattr(owner, name, None) is not fn:
+            return None
+        rule = _RULES[fn] = _unbound_rule(owner, name, fn)
+    return rule

@@ -25,7 +25,7 @@ from ...diagnostics.errors import Unsupported, user_error
 from ...effects import DELETED, AttrDelete, AttrStore, DictReplace
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ItemSource, Source, constant_source
-from ..base import Value
+from ..base import Value, realize
 from ..constant import ConstantValue
 from ..builder import wrap, wrap_constant_result
 from .. import kinds
@@ -109,7 +109,7 @@ def bind_attr(tx, raw, owner: type, name: str, instance: Value | None, cls_value
             raise user_error(AttributeError, f"property {name!r} of {cls.__name__!r} object has no getter")
         return fget.call(tx, [instance], {})
     if isinstance(instance, ObjectValue) and owner in (list, tuple) and _seq_backed(instance):
-        return kinds.BoundContainerMethod(instance.contents, name)
+        return kinds.BoundContainerMethod(seq_contents(tx, instance), name)
     if isinstance(instance, ObjectValue) and _dict_backed(instance) and owner in _DICT_TYPES:
         if not instance.is_new and name not in _DICT_READ_METHODS:
             raise Unsupported(f"mutating the dict contents of {instance} ({name})")
@@ -778,7 +778,7 @@ class ObjectValue(Value):
 
 
 from .builtin_subclasses import (_DICT_READ_METHODS, _DICT_TYPES, _dict_backed, _new_instance,  # noqa: E402
-                                 _new_tuple_instance, _seq_backed, dict_contents)
+                                 _new_tuple_instance, _seq_backed, dict_contents, seq_contents)
 
 class _BaseNew(Value):
     """``object.__new__`` / ``dict.__new__`` reached through super() in a
@@ -854,7 +854,7 @@ class SuperValue(Value):
                 cls_value = wrap(tx.ctx, objtype, None)
                 inst = None if isinstance(self.obj, ClassValue) else self.obj
                 if klass in (list, tuple) and isinstance(inst, ObjectValue) and _seq_backed(inst):
-                    return kinds.BoundContainerMethod(inst.contents, name)
+                    return kinds.BoundContainerMethod(seq_contents(tx, inst), name)
                 if klass in _DICT_TYPES and isinstance(inst, ObjectValue) and _dict_backed(inst):
                     if not inst.is_new and name not in _DICT_READ_METHODS:
                         raise Unsupported(f"super().{name}() of a dict subclass")
@@ -926,7 +926,12 @@ class _ObjectSlot(Value):
         n = 3 if self.kind == "set" else 2
         if kwargs or len(args) != n:
             raise user_error(TypeError, f"expected {n} arguments, got {len(args)}")
-        obj, name = args[0], args[1]
+        obj, name = realize(tx.ctx, args[0]), args[1]
+        if self.kind == "set" and isinstance(obj, kinds.ModuleValue) and name.is_python_constant() \
+                and type(name.as_python_constant()) is str:
+            # (bypasses nn.Module.__setattr__: the instance dict, nothing registered)
+            obj.store_in_dict(tx, name.as_python_constant(), args[2])
+            return ConstantValue(None)
         if not isinstance(obj, ObjectValue) or not name.is_python_constant():
             raise Unsupported(f"object.__{self.kind}attr__ on {obj}")
         if type(name.as_python_constant()) is not str:

@@ -43,6 +43,9 @@ class BuiltinValue(CallableConstantValue):
             args = [concrete(tx, a) for a in args]
             kwargs = {k: concrete(tx, v) for k, v in kwargs.items()}
         handler = RULES.get(self.fn)
+        if handler is None and getattr(self.fn, "__objclass__", None) in (list, tuple, dict):
+            from ..objects.builtin_subclasses import unbound_rule   # (list.__getitem__(obj, i)...)
+            handler = unbound_rule(self.fn)
         if handler is not None:
             return handler(tx, *args, **kwargs)
         return fold_call(self.fn, args, kwargs)

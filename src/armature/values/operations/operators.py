@@ -85,7 +85,7 @@ def _object_binary(tx, op, a, b):
         raise Unsupported(f"operator {base.__name__} on user objects")
     name, rname = _DUNDERS[base]
     if op is not base:
-        res = _call_dunder(tx, a, "__i" + name[2:])
+        res = _call_dunder(tx, a, "__i" + name[2:], b)
         if res is not None:
             return res
     ta, tb = a.python_type(), b.python_type()
@@ -202,7 +202,10 @@ def binary_op(tx, op: Callable, a: Value, b: Value) -> Value:
                 seq._check_mutable(tx)
                 seq.items[:] = seq.items * n.value
                 return seq
-            return ListValue(seq.items * n.value) if isinstance(seq, ListValue) else TupleValue(seq.items * n.value)
+            if isinstance(seq, ListValue):
+                return ListValue(seq.items * n.value)
+            size = isinstance(seq, TupleValue) and seq.cls is torch.Size   # (torch.Size * n is a torch.Size)
+            return TupleValue(seq.items * n.value, cls=torch.Size if size else tuple)
     if base is operator.or_ and type(a) is DictValue and type(b) is DictValue and a.cls is dict and b.cls is dict:
         if op is operator.ior:
             a.method(tx, "update", [b], {})
@@ -244,12 +247,12 @@ def _size_items(v: Value):
 
 def _concat_sizes(a: Value, b: Value) -> Value | None:
     """``size[:-1] + (self.nf,)``, ``(-1,) + shape[1:]``: concatenating
-    tuples and torch.Sizes keeps dynamic sizes symbolic.  As in Python, the
-    left operand decides whether the result is a torch.Size."""
+    tuples and torch.Sizes keeps dynamic sizes symbolic.  A torch.Size on
+    either side makes a torch.Size (its ``__add__`` and ``__radd__``)."""
     left, right = _size_items(a), _size_items(b)
     if left is None or right is None:
         return None
-    return TupleValue(left[0] + right[0], cls=torch.Size if left[1] else tuple)
+    return TupleValue(left[0] + right[0], cls=torch.Size if left[1] or right[1] else tuple)
 
 
 def _specialize_tree(tx, v: Value) -> Value:
@@ -312,10 +315,12 @@ def compare_op(tx, op: Callable, a: Value, b: Value) -> Value:
             res = _call_dunder(tx, b, rname, a)
         if res is not None:
             return res
+        # object's __eq__: identity (two inputs that are one object on another
+        # call are guarded apart: is_same)
         if op is operator.eq:
-            return ConstantValue(a is b)
+            return ConstantValue(is_same(tx, a, b))
         if op is operator.ne:
-            return ConstantValue(a is not b)
+            return ConstantValue(not is_same(tx, a, b))
         raise user_error(TypeError, f"'{op.__name__}' not supported between instances of "
                                     f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
@@ -459,9 +464,16 @@ def contains(tx, item: Value, container: Value) -> bool:
 
 
 def getitem(tx, obj: Value, index: Value) -> Value:
-    obj, index = realize(tx.ctx, obj), concrete(tx, index)
+    obj = realize(tx.ctx, obj)
     if isinstance(obj, TensorValue):
+        index = realize(tx.ctx, index)
+        if isinstance(index, kinds.SymbolicNumberValue) and index.python_type() is int:
+            # ``x[n]`` with n a dynamic size: the index's __index__ would
+            # specialize it; torch.select keeps it symbolic (as torch.compile)
+            return graph_call(tx, "call_function", torch.select, [obj, ConstantValue(0), index], {})
+        index = concrete(tx, index)
         return graph_call(tx, "call_function", operator.getitem, [obj, index], {})
+    index = concrete(tx, index)
     from ..tensors.tensor import known_index
     n = known_index(index)
     if n is not None:   # ``xs[torch.tensor(1)]``: eager's ``__index__``

@@ -538,6 +538,8 @@ def _check_state_query(target) -> None:
     change it (``_push_on_torch_function_stack``, ``_vmap_increment_nesting``)
     and must run for real, at run time: a graph break."""
     from .torch_ops import is_state_query
+    from . import saved_tensor_hooks
+    saved_tensor_hooks.check(target)
     if not is_state_query(target):
         name = getattr(target, "__qualname__", None) or getattr(target, "__name__", str(target))
         raise Unsupported(f"torch function {name}() may change global state; armature does not run it "
