@@ -95,7 +95,13 @@ class Armature:
     @contextlib.contextmanager
     def watch(self, info):
         with self.explain.recording() as entries:
-            yield
+            try:
+                yield
+            finally:
+                self._collect(entries, info)
+
+    @staticmethod
+    def _collect(entries, info):
         for e in entries:
             b = e.graph_break
             if b is not None and not b.internal:
@@ -127,7 +133,12 @@ class TorchCompile:
     @contextlib.contextmanager
     def watch(self, info):
         before = dict(self.counters["graph_break"])
-        yield
+        try:
+            yield
+        finally:
+            self._collect(before, info)
+
+    def _collect(self, before, info):
         for k, v in self.counters["graph_break"].items():
             n = v - before.get(k, 0)
             if n > 0:
