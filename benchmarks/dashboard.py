@@ -164,6 +164,8 @@ def rows_of(results: dict) -> list[dict]:
     """One row per (model, mode) from {model: {compiler: worker result}}."""
     rows = []
     for model, per in results.items():
+        if not all(c in per for c in COMPILERS):
+            continue        # one compiler only (a run cut short): no comparison to make
         suite = next((r.get("suite") for r in per.values() if r.get("suite")), None) or \
             ("hf" if model in HF_MODELS else "timm")
         modes = [m for m in MODES if any(m in r.get("modes", {}) for r in per.values())]
@@ -279,15 +281,20 @@ def markdown(results: dict, env: dict, notes: list[str], command: str) -> str:
         lines += [f"- {r['model']} ({r['mode']}): {_correct(r['tc'])}: {r['tc'].get('error') or r['tc'].get('mismatch')}"
                   for r in tc_bad]
 
+    half = [m for m, per in results.items() if not all(c in per for c in COMPILERS)]
     lines += ["", "## Models as built", "", "| model | list | parameters | inputs | smaller than PyTorch's run |",
               "| --- | --- | --- | --- | --- |"]
     for model, per in results.items():
+        if model in half:
+            continue
         cell = next((m for r in per.values() for m in r.get("modes", {}).values() if m.get("inputs")), {})
         suite = "hf" if model in HF_MODELS else "timm"
         reduced = cell.get("reduced") or ("—" if suite == "timm" else "")
         if suite == "hf":
             reduced = f"batch 2 (PyTorch {HF_MODELS[model]}); " + reduced
         lines.append(f"| {model} | {suite} | {cell.get('params_m', '—')}M | {cell.get('inputs', '—')} | {reduced} |")
+    if half:
+        notes = notes + [f"left out, run under one compiler only: {', '.join(half)}"]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
@@ -322,17 +329,27 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     ap.add_argument("--resume", action="store_true", help="keep the (model, compiler) results --json already has")
     ap.add_argument("--show", action="store_true", help="print the selected models and exit")
-    ap.add_argument("--report", action="store_true", help="only write --md from --json")
+    ap.add_argument("--report", action="store_true",
+                    help="only write --md from --json (comma-separated files are merged)")
     ap.add_argument("--json", default=DEFAULT_JSON)
     ap.add_argument("--md", default=DEFAULT_MD)
     opts = ap.parse_args(argv)
     command = "./dev dashboard " + " ".join(argv if argv is not None else sys.argv[1:])
 
     if opts.report:
-        with open(opts.json) as f:
-            payload = json.load(f)
-        md = markdown(payload["results"], payload["environment"], payload.get("notes", []),
-                      payload.get("command", command))
+        # one or more JSON files (comma-separated: runs of parts of the lists), merged
+        results, notes, env, commands = {}, [], None, []
+        for path in opts.json.split(","):
+            with open(path) as f:
+                payload = json.load(f)
+            env = env or payload["environment"]
+            commands.append(payload.get("command", ""))
+            notes += payload.get("notes", [])
+            for model, per in payload["results"].items():
+                results.setdefault(model, {}).update(per)
+        order = list(HF_MODELS) + TIMM_MODELS
+        results = {m: results[m] for m in sorted(results, key=lambda m: order.index(m) if m in order else len(order))}
+        md = markdown(results, env, notes, " + ".join(dict.fromkeys(c for c in commands if c)))
         with open(opts.md, "w") as f:
             f.write(md)
         print(md)
