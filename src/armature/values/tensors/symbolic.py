@@ -49,6 +49,14 @@ _INPLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.i
             operator.imod: operator.mod, operator.ipow: operator.pow}
 
 
+def _literal(x, pool) -> str:
+    """A literal operand in guard text: its repr, or a bound constant where
+    the repr is no Python expression (``inf``, ``nan``)."""
+    if isinstance(x, float) and x != x or x in (float("inf"), float("-inf")):
+        return pool.const(x)
+    return repr(x)
+
+
 @dataclass(frozen=True)
 class BinOpSource(Source):
     """``left <op> right`` over sources and literal numbers."""
@@ -58,7 +66,7 @@ class BinOpSource(Source):
     right: Any
 
     def _operand(self, x, pool):
-        return f"({pool.render(x)})" if isinstance(x, Source) else repr(x)
+        return f"({pool.render(x)})" if isinstance(x, Source) else _literal(x, pool)
 
     def expr(self, pool):
         sym = _BINOPS[self.op][0]
@@ -110,7 +118,7 @@ class CallSource(Source):
     args: tuple
 
     def expr(self, pool):
-        parts = [pool.render(a) if isinstance(a, Source) else repr(a) for a in self.args]
+        parts = [pool.render(a) if isinstance(a, Source) else _literal(a, pool) for a in self.args]
         return f"{pool.const(self.fn)}({', '.join(parts)})"
 
     def emit(self, out):
@@ -180,7 +188,7 @@ class CompareSource(Source):
     right: Any
 
     def _operand(self, x, pool):
-        return f"({pool.render(x)})" if isinstance(x, Source) else repr(x)
+        return f"({pool.render(x)})" if isinstance(x, Source) else _literal(x, pool)
 
     def expr(self, pool):
         return f"({self._operand(self.left, pool)} {_COMPARES[self.op][0]} {self._operand(self.right, pool)})"
@@ -412,7 +420,9 @@ class SymExprSource(Source):
     def _fn(self):
         fn = _EXPR_FUNCTIONS.get((self.text, self.names))
         if fn is None:
-            fn = eval(f"lambda {', '.join(self.names)}: {self.text}", {"math": __import__("math"), "torch": torch})
+            import math   # (the printer writes math.floor, torch.sym_max, and float infinity as ``inf``)
+            fn = eval(f"lambda {', '.join(self.names)}: {self.text}",
+                      {"math": math, "torch": torch, "inf": math.inf, "nan": math.nan})
             _EXPR_FUNCTIONS[(self.text, self.names)] = fn
         return fn
 
