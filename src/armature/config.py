@@ -49,12 +49,14 @@ class Config:
     #: ``name:dim``.  Overrides ``dynamic=False`` and static parameters.
     #: Default: the ARMATURE_DYNAMIC_SOURCES environment variable.
     dynamic_sources: str = dataclasses.field(default_factory=lambda: os.environ.get("ARMATURE_DYNAMIC_SOURCES", ""))
-    #: int attributes of nn.Modules (``self.num_heads``): False, as
-    #: torch.compile (its option of the same name): static, a changed one
-    #: recompiles with the new constant.  True: like any other int read
-    #: from an attribute: static at first, a symbol once it has changed
-    #: between calls (automatic dynamic).
-    allow_unspec_int_on_nn_module: bool = False
+    #: int attributes of nn.Modules (``self.num_heads``, ``self.steps``):
+    #: True (the default): static at first, a constant of the graph guarded
+    #: by value, and a symbol once one has changed between calls (automatic
+    #: dynamic, as for any other int), so configuration stays a constant and
+    #: a step counter costs one recompile, not one per value.  False, as
+    #: torch.compile's option of the same name defaults: always static, a
+    #: changed one recompiles with the new constant (up to recompile_limit).
+    allow_unspec_int_on_nn_module: bool = True
 
     #: ``.item()``, ``int(t)``, ``float(t)`` and ``tolist()`` of small tensors
     #: stay in the graph as unbacked SymInts/SymFloats instead of graph

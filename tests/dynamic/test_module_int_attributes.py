@@ -1,13 +1,16 @@
-"""Int attributes of nn.Modules are static, as torch.compile keeps them
-(``self.num_heads``, ``self.n_layers``: configuration): a constant of the
-graph, guarded by value; a changed one recompiles with the new constant and
-is never made dynamic automatically.  ``config.dynamic_sources`` makes one a
-symbol; ``config.allow_unspec_int_on_nn_module`` (torch's option of the same
-name) treats them as any other int (automatic dynamic).
+"""Int attributes of nn.Modules (``self.num_heads``, ``self.n_layers``:
+configuration; ``self.steps``: a counter) are static at first: a constant
+of the graph, guarded by value.  By default
+(``config.allow_unspec_int_on_nn_module``, torch's option of the same name,
+which torch leaves off) one that changes between calls becomes a symbol,
+as any other int (automatic dynamic): configuration stays a constant and a
+step counter costs one recompile.  With the option off they stay static as
+under torch.compile: a changed one recompiles with the new constant.
+``config.dynamic_sources`` makes one a symbol from the start.
 
 Each case runs the same calls eagerly, under armature and under
-torch.compile (the oracle for graph counts), changing the module between
-calls where the case says so."""
+torch.compile (the oracle for graph counts, with the same option),
+changing the module between calls where the case says so."""
 import pytest
 import torch
 import torch._dynamo
@@ -74,16 +77,32 @@ def test_int_attribute_is_a_constant_of_the_graph():
     assert "* 4" in gm.code and "+ 4" in gm.code
 
 
-def test_changed_int_attribute_recompiles_with_the_new_constant():
-    counter = check(Heads, [(None, (X,)), (_set("n", 2), (X,)), (_set("n", 8), (X,)), (_set("n", 16), (X,)),
-                            (_set("n", 2), (X,))], graphs=4)
+CHANGES = [(None, (X,)), (_set("n", 2), (X,)), (_set("n", 8), (X,)), (_set("n", 16), (X,)), (_set("n", 2), (X,))]
+
+STATIC = {"allow_unspec_int_on_nn_module": False}
+
+
+def _symbolic_inputs(gm) -> list:
+    return [n for n in gm.graph.nodes if n.op == "placeholder" and isinstance(n.meta["example_value"], torch.SymInt)]
+
+
+def test_changed_int_attribute_becomes_a_symbol():
+    # (4, then a symbol for 2 and 8; 16 gives a view of 16 rows of 1, and a size of 1 is specialised
+    # as for any dynamic size: a third graph, as under torch.compile with the same option)
+    counter = check(Heads, CHANGES, graphs=3, torch_config={"allow_unspec_int_on_nn_module": True})
+    assert not _symbolic_inputs(counter.graphs[0]) and _symbolic_inputs(counter.graphs[1])
+
+
+def test_static_mode_recompiles_with_the_new_constant():
+    counter = check(Heads, CHANGES, graphs=4, **STATIC)
     assert all(len([n for n in gm.graph.nodes if n.op == "placeholder"]) == 1 for gm in counter.graphs)
 
 
-def test_int_attribute_static_under_dynamic_true():
+def test_static_mode_under_dynamic_true():
     armature.reset()
     calls = [(None, (X,)), (_set("n", 2), (X,)), (_set("n", 8), (X,))]
-    ours = _run(lambda m, b: armature.compile(m, backend=b, dynamic=True), Heads, calls)
+    with armature.config.patch(**STATIC):
+        ours = _run(lambda m, b: armature.compile(m, backend=b, dynamic=True), Heads, calls)
     torch._dynamo.reset()
     try:
         theirs = _run(lambda m, b: torch.compile(m, backend=b, dynamic=True), Heads, calls, check=False)
@@ -102,8 +121,26 @@ class Counter(torch.nn.Module):
         return x * self.steps
 
 
-def test_step_counter_recompiles_per_value_as_torch_compile():
-    check(Counter, [(None, (X,))] * 4, graphs=4)
+def test_step_counter_recompiles_once():
+    check(Counter, [(None, (X,))] * 6, graphs=2, torch_config={"allow_unspec_int_on_nn_module": True})
+
+
+def test_static_mode_step_counter_recompiles_per_value_as_torch_compile():
+    check(Counter, [(None, (X,))] * 4, graphs=4, **STATIC)
+
+
+def test_static_mode_recompile_reason_says_why(caplog):
+    """The recompile reason names the cause and the way out."""
+    import logging
+    armature.reset()
+    with armature.config.patch(**STATIC), caplog.at_level(logging.DEBUG, logger="armature.recompiles"):
+        compiled = armature.compile(Counter(), backend="eager")
+        for _ in range(3):
+            compiled(X)
+    reasons = [r.getMessage() for r in caplog.records if "guard failed" in r.getMessage()]
+    assert len(reasons) == 2, reasons
+    assert all("self.steps ==" in r and "an int attribute of a module: static" in r for r in reasons), reasons
+    assert "allow_unspec_int_on_nn_module = True" in reasons[0]
 
 
 def test_whitelisted_int_attribute_is_a_symbol():

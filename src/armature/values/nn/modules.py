@@ -826,12 +826,14 @@ def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
 def module_number(ctx, value, source) -> Value:
     """An int or float stored on a module, read from ``source``.
 
-    An int is static, as torch.compile keeps the int attributes of modules
-    (``self.num_heads``, ``self.n_layers``: configuration): a constant of
-    the trace, guarded by value, so a changed one recompiles with the new
-    constant (never made dynamic automatically: api's automatic dynamic
-    skips module ints); only ``config.dynamic_sources`` makes one a symbol
-    (``config.allow_unspec_int_on_nn_module``: automatic dynamic as well).
+    An int is static at first (``self.num_heads``, ``self.n_layers``:
+    configuration, a constant of the trace guarded by value) and, by
+    default (``config.allow_unspec_int_on_nn_module``), a symbol once it
+    has changed between calls, as any int (automatic dynamic: a step
+    counter costs one recompile).  With the option off it stays static, as
+    torch.compile keeps it: a changed one recompiles with the new constant
+    (api's automatic dynamic skips it) unless ``config.dynamic_sources``
+    names it.
     A float stays lazily guarded (values/tensors/symbolic.py): where it
     meets a floating tensor it is a 0-d graph input, so a changing scale or
     learning rate does not recompile."""
