@@ -103,7 +103,9 @@ def check_with_oracle(fn, calls, mark_dims=(), dynamic=None, graphs=None, breaks
             theirs = f"raised {type(e).__name__}"
         finally:
             torch._dynamo.reset()
-        if type(theirs) is int:
+        # (0: torch.compile ran the whole frame as Python -- torch 2.11 does where its trace fails
+        # (comparing a tuple with a list, formatting a size with !a) -- nothing to compare with)
+        if type(theirs) is int and theirs > 0:
             assert ours <= theirs, f"armature compiled {ours} graphs, torch.compile {theirs}"
     if graphs is not None:
         assert ours == graphs, f"armature compiled {ours} graphs, expected {graphs}"
