@@ -211,3 +211,36 @@ def test_method_of_an_object_with_its_own_hash_breaks():
         armature.compile(f, backend="eager", fullgraph=True)(t(3))
     reset()
     run_both(f, (t(3),))
+
+
+class Log:
+    def __init__(self):
+        self.calls = 0
+
+
+def _write_then_ask(x, s, log, write_to_self):
+    log.calls += 1            # (a pending write to an object the method does not read)
+    if write_to_self:
+        s.unit = 7            # (a pending write to what the method reads)
+    return x * s.size_of("abc")
+
+
+@pytest.mark.parametrize("write_to_self", [False, True], ids=["unrelated-write", "write-to-self"])
+def test_method_after_a_pending_write(write_to_self):
+    """A cached method called after the frame wrote outside state: made
+    while tracing when the writes do not touch what it reads (one graph);
+    where they do, the call runs natively at a break and sees the write, as
+    eager's does (fresh objects for each run: the cache keys on them)."""
+    x = t(3)
+
+    def run(compiled_or_plain):
+        s, log = Settings(), Log()
+        outs = [compiled_or_plain(x, s, log, write_to_self) for _ in range(2)]
+        return outs, s.unit, log.calls
+    counter = CountingBackend("eager")
+    compiled = armature.compile(_write_then_ask, backend=counter)
+    expected = run(_write_then_ask)
+    got = run(compiled)
+    assert_equal(expected, got)
+    e = armature.explain(_write_then_ask)(x, Settings(), Log(), write_to_self)
+    assert e.graph_break_count == (1 if write_to_self else 0), str(e)

@@ -206,11 +206,11 @@ class LruCacheValue(Value):
         out, sub, output = _speculate(tx, self, args, objects, kwargs, name, hint)
         if output:   # (replayed natively in program order: it sees the frame's writes before it)
             return _replayed_call(tx, self, args, kwargs, sub, name, hint)
-        if any(o is not None for o in objects) and len(tx.ctx.effects):
-            # (called while tracing, the method reads the object as it is now: the frame's pending
-            # writes are not in it)
-            raise Unsupported(f"calling the lru_cache-wrapped method {name} after the frame changed outside "
-                              "state", hint=hint)
+        if _reads_pending_writes(tx, [a.source for a, o in zip(args, objects) if o is not None], sub):
+            # (called while tracing, the function reads outside state as it is now: the frame's
+            # pending writes to what it reads are not in it)
+            raise Unsupported(f"calling the lru_cache-wrapped function {name} after the frame changed state "
+                              "it reads", hint=hint)
         if not out.is_python_constant() or not _immutable(out.as_python_constant()):
             raise Unsupported(f"the lru_cache-wrapped function {name} returns a mutable or non-constant value "
                               "(the cache hands out the same object on every call)", hint=hint)
@@ -233,6 +233,28 @@ class LruCacheValue(Value):
         if name == "__wrapped__":
             return _wrap(tx.ctx, self.fn.__wrapped__, _attr_src(self.source, "__wrapped__"))
         raise Unsupported(f"attribute {name!r} of an lru_cache wrapper")
+
+
+def _reads_pending_writes(tx, object_sources: list, sub) -> bool:
+    """Whether the frame's pending writes (not yet made: they are replayed
+    after the graph) touch what a cached call reads when it is made while
+    tracing: an object argument (``self`` of a cached method) or anything
+    the sandboxed trace read (its guards' sources), each compared with the
+    written objects' and globals' sources as paths (one a prefix of the
+    other: ``self`` and ``self.config.x``).  A write reaching the same
+    object through another path is not seen: a write with no source (an
+    object made in the frame) cannot be read from outside."""
+    effects = tx.ctx.effects
+    if not len(effects):
+        return False
+    read = [str(s) for s in object_sources if s is not None]
+    read += [str(g.source) for g in sub.guards if getattr(g, "source", None) is not None]
+    written = [str(v.source) for v in effects.mutated_values()]
+    written += [getattr(r, "name", "") for r in effects.log if type(r).__name__ == "GlobalStore"]
+
+    def related(a: str, b: str) -> bool:
+        return a == b or any(a.startswith(b + c) or b.startswith(a + c) for c in ".[")
+    return any(related(r, w) for r in read for w in written if w)
 
 
 def _replayed_call(tx, lru: LruCacheValue, args, kwargs, sub, name: str, hint: str):
