@@ -192,3 +192,23 @@ def test_fullgraph_names_the_use():
     with pytest.raises(armature.Unsupported, match="len.. of text that holds the address"):
         reset()
         armature.compile(characters_needed, backend="eager", fullgraph=True)(t(3))
+
+
+def _address_and_dynamic_size(x):
+    o = Foo()
+    return x + 1, f"{o} has {x.shape[0]} rows", o
+
+
+def test_address_and_a_symbolic_size_in_one_string():
+    """Runtime repr text and a field formatted from a dynamic size in one
+    f-string (BUILD_STRING): the address is the returned object's, the
+    number each call's own (specialised there: a graph per size)."""
+    reset()
+    counter = CountingBackend("eager")
+    compiled = armature.compile(_address_and_dynamic_size, backend=counter, dynamic=True)
+    for n in (3, 4, 5):
+        x = torch.ones(n)
+        out, text, obj = compiled(x)
+        assert_equal(out, x + 1)
+        assert text == f"{obj} has {n} rows"
+    assert counter.frame_count <= 3
