@@ -312,3 +312,48 @@ def test_method_addcmul_with_a_tensor_value_in_one_graph():
     inputs = (torch.ones(2, 2), torch.ones(2, 2) + 1, torch.rand(2, 2), torch.tensor(0.3))
     counter, _ = _check(method_addcmul_, inputs, fullgraph=True)
     assert counter.frame_count == 1
+
+
+def chunked(h, w):
+    # Longformer's _chunk: a tensor made from static sizes where view takes a number
+    return h.view(h.size(0), torch.div(h.size(1), (w * 2), rounding_mode="trunc"), w * 2, h.size(2)) * 2
+
+
+def filled_from_literals(x):
+    return torch.full((2,), torch.tensor(3) + 1) + x, x.add(x, alpha=torch.tensor(2) * 3)
+
+
+def filled_from_input(x):
+    return torch.full((2,), x.sum().round().long()) + x
+
+
+@pytest.mark.parametrize("fn,args", [(chunked, (torch.randn(2, 64, 8), 8)), (filled_from_literals, (torch.ones(2),))],
+                         ids=["view-of-div-of-sizes", "numbers-from-literals"])
+def test_a_tensor_whose_value_the_trace_knows_is_read_as_eager_reads_it(fn, args):
+    """A 0-d tensor made in the frame from known numbers, passed where an op
+    takes a number: eager's .item() value, no break (AllenaiLongformerBase:
+    22 graphs -> 4, torch.compile's)."""
+    counter = CountingBackend("eager")
+    compiled = armature.compile(fn, backend=counter)
+    assert_equal(fn(*args), compiled(*args))
+    assert armature.explain(fn)(*args).graph_break_count == 0
+    assert counter.frame_count <= dynamo_graph_count(fn, *args)
+
+
+def test_a_tensor_computed_from_an_input_is_still_a_read():
+    """Where only the data knows the value, the read stays a break (or an
+    item() node under capture): eager's answers either way."""
+    x = torch.tensor([1.2, 2.6])
+    e = armature.explain(filled_from_input)(x)
+    assert e.graph_break_count == 1, str(e)
+    assert_equal(filled_from_input(x), armature.compile(filled_from_input, backend="eager")(x))
+    assert_equal(filled_from_input(x), armature.compile(filled_from_input, backend="eager", fullgraph=True)(x))
+
+
+def test_dynamic_sizes_keep_the_read():
+    """Under dynamic sizes the tensor holds a symbol, not a known value: the
+    results are eager's for every size."""
+    compiled = armature.compile(chunked, backend="eager", dynamic=True)
+    for n in (64, 32, 96):
+        h = torch.randn(2, n, 8)
+        assert_equal(chunked(h, 8), compiled(h, 8))

@@ -201,19 +201,42 @@ def explicit(tx, kind: str, target, args: list, kwargs: dict) -> tuple[list, dic
     args, kwargs = list(args), dict(kwargs)
     for pos in positions:
         what = f"argument {pos}" if isinstance(pos, int) else f"{pos}="
+        value = args[pos] if isinstance(pos, int) else kwargs[pos]
+        known = known_number(value)
+        if known is not None:   # (made in the frame from known numbers: eager's read, no break)
+            if isinstance(pos, int):
+                args[pos] = known
+            else:
+                kwargs[pos] = known
+            continue
         if not tx.ctx.capture_scalars:
             raise Unsupported(
                 f"{_name(kind, target)}() takes a number as its {what}, and the tensor passed there is read "
                 "with Tensor.item() of a tensor (its data)",
                 hint="pass a Python number, or set armature.config.capture_scalar_outputs = True (on with "
                      "fullgraph=True) to keep the read in the graph as a symbol")
-        value = args[pos] if isinstance(pos, int) else kwargs[pos]
         number = value.scalar(tx)
         if isinstance(pos, int):
             args[pos] = number
         else:
             kwargs[pos] = number
     return args, kwargs
+
+
+def known_number(v) -> "ConstantValue | None":
+    """What ``.item()`` reads from a 0-d tensor whose value the trace knows
+    (made in the frame from known numbers: ``torch.div(x.size(1), 2 * w,
+    rounding_mode="trunc")`` with static sizes, Longformer's chunking; the
+    fake tensor carries it as ``FakeTensor.constant``, as for
+    tensors.tensor.known_index), or None.  The numbers it was made from are
+    constants of the trace, guarded as such, so the value is the one eager
+    reads on every call the entry serves."""
+    if not isinstance(v, kinds.TensorValue):
+        return None
+    c = getattr(v.fake, "constant", None)
+    if not isinstance(c, torch.Tensor) or c.dim() != 0 or c.is_complex():
+        return None
+    return ConstantValue(c.item())
 
 
 # --- foreach ops that keep the tensor ---------------------------------------------
