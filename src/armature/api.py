@@ -576,10 +576,10 @@ def _with_module_int_hint(reason: str, f, guards, args, kwargs) -> str:
 
 
 def _module_int(f, g, args, kwargs) -> bool:
-    """An int attribute of a module: static (values/nn/modules.module_number)."""
+    """An int attribute of a module: static (values/nn/module_numbers.py)."""
     if type(g.expected) is not int or config_mod.config.allow_unspec_int_on_nn_module:
         return False
-    from .values.nn.modules import is_module_number_source
+    from .values.nn.module_numbers import is_module_number_source
     return is_module_number_source(f, g.source, args, kwargs)
 
 

@@ -61,7 +61,7 @@ class ModuleDictView(Value):
         item_src = ItemSource(AttrSource(src, "__dict__"), name) if src is not None else None
         value = d[name]
         if type(value) in (int, float) and item_src is not None:
-            from .modules import module_number   # (static ints, lazily guarded floats)
+            from .module_numbers import module_number   # (static ints, lazily guarded floats)
             return module_number(tx.ctx, value, item_src)
         return realize(tx.ctx, wrap(tx.ctx, value, item_src))
 

@@ -150,6 +150,7 @@ class ModuleValue(Value):
             src = AttrSource(self.source, name) if self.source is not None else None
             value = d[name]
             if type(value) in (int, float) and src is not None:
+                from .module_numbers import module_number
                 return module_number(tx.ctx, value, src)
             return wrap(tx.ctx, value, src)
         if name in _MEMBER_METHODS and getattr(type(mod), name, None) is getattr(torch.nn.Module, name):
@@ -821,47 +822,6 @@ def note_fresh_modules(resume_code, named_values, new_names=()) -> None:
         _NEW_MODULE_ARGS.setdefault(resume_code, set()).update(new)
     if fresh or new:
         _FRESH_MODULE_ARGS.setdefault(resume_code, set()).update(fresh | new)
-
-
-def module_number(ctx, value, source) -> Value:
-    """An int or float stored on a module, read from ``source``.
-
-    An int is static at first (``self.num_heads``, ``self.n_layers``:
-    configuration, a constant of the trace guarded by value) and, by
-    default (``config.allow_unspec_int_on_nn_module``), a symbol once it
-    has changed between calls, as any int (automatic dynamic: a step
-    counter costs one recompile).  With the option off it stays static, as
-    torch.compile keeps it: a changed one recompiles with the new constant
-    (api's automatic dynamic skips it) unless ``config.dynamic_sources``
-    names it.
-    A float stays lazily guarded (values/tensors/symbolic.py): where it
-    meets a floating tensor it is a 0-d graph input, so a changing scale or
-    learning rate does not recompile."""
-    if type(value) is int and ctx.config.allow_unspec_int_on_nn_module:
-        return wrap(ctx, value, source)   # (automatic dynamic, as any int)
-    if type(value) is int:
-        from ...graph.dynamic import whitelisted
-        if whitelisted(source)[0] and -2 ** 63 <= value < 2 ** 63:
-            from ..tensors.symbolic import int_symbol
-            ctx.guards.add(Guard(Kind.TYPE_MATCH, source, int))
-            return int_symbol(ctx, value, source)
-        ctx.guards.add(Guard(Kind.CONSTANT_MATCH, source, value))
-        return ConstantValue(value, source)
-    ctx.guards.add(Guard(Kind.TYPE_MATCH, source, type(value)))
-    return kinds.SymbolicNumberValue(value, source, ctx)
-
-
-def is_module_number_source(f, source, args, kwargs) -> bool:
-    """Whether ``source`` reads an int attribute of a module on this call
-    (``self.n``, ``self.__dict__["n"]``): static, whatever changes."""
-    from ...guards.build import read_source
-    from ...guards.sources import ItemSource
-    owner = None
-    if isinstance(source, AttrSource):
-        owner = source.base
-    elif isinstance(source, ItemSource) and isinstance(source.base, AttrSource) and source.base.attr == "__dict__":
-        owner = source.base.base
-    return owner is not None and isinstance(read_source(f, owner, args, kwargs), torch.nn.Module)
 
 
 def is_generic_module_source(ctx, source) -> bool:
