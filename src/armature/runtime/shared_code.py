@@ -2,8 +2,8 @@
 compiled for it (the per-block recipe).
 
 PyTorch's advice for a large model is to compile each repeated block on
-its own (``for i, b in enumerate(model.layers): model.layers[i] =
-torch.compile(b)``; torchtitan does it under FSDP2).  torch.compile keeps
+its own (a loop over ``model.layers`` replacing each block by its compiled
+wrapper; torchtitan does it under FSDP2).  torch.compile keeps
 its entries on the code object, so the second block runs the first one's
 compiled code.  armature used to give every ``armature.compile(...)`` its
 own cache, so every block was traced and compiled again.
