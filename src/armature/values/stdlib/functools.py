@@ -250,7 +250,8 @@ def _reads_pending_writes(tx, object_sources: list, sub) -> bool:
     read = [str(s) for s in object_sources if s is not None]
     read += [str(g.source) for g in sub.guards if getattr(g, "source", None) is not None]
     written = [str(v.source) for v in effects.mutated_values()]
-    written += [getattr(r, "name", "") for r in effects.log if type(r).__name__ == "GlobalStore"]
+    from ...effects import GlobalStore
+    written += [r.name for r in effects.log if isinstance(r, GlobalStore)]
 
     def related(a: str, b: str) -> bool:
         return a == b or any(a.startswith(b + c) or b.startswith(a + c) for c in ".[")

@@ -202,12 +202,13 @@ def explicit(tx, kind: str, target, args: list, kwargs: dict) -> tuple[list, dic
     for pos in positions:
         what = f"argument {pos}" if isinstance(pos, int) else f"{pos}="
         value = args[pos] if isinstance(pos, int) else kwargs[pos]
-        known = known_number(value)
+        from .tensor import known_value
+        known = known_value(value)
         if known is not None:   # (made in the frame from known numbers: eager's read, no break)
             if isinstance(pos, int):
-                args[pos] = known
+                args[pos] = ConstantValue(known)
             else:
-                kwargs[pos] = known
+                kwargs[pos] = ConstantValue(known)
             continue
         if not tx.ctx.capture_scalars:
             raise Unsupported(
@@ -221,22 +222,6 @@ def explicit(tx, kind: str, target, args: list, kwargs: dict) -> tuple[list, dic
         else:
             kwargs[pos] = number
     return args, kwargs
-
-
-def known_number(v) -> "ConstantValue | None":
-    """What ``.item()`` reads from a 0-d tensor whose value the trace knows
-    (made in the frame from known numbers: ``torch.div(x.size(1), 2 * w,
-    rounding_mode="trunc")`` with static sizes, Longformer's chunking; the
-    fake tensor carries it as ``FakeTensor.constant``, as for
-    tensors.tensor.known_index), or None.  The numbers it was made from are
-    constants of the trace, guarded as such, so the value is the one eager
-    reads on every call the entry serves."""
-    if not isinstance(v, kinds.TensorValue):
-        return None
-    c = getattr(v.fake, "constant", None)
-    if not isinstance(c, torch.Tensor) or c.dim() != 0 or c.is_complex():
-        return None
-    return ConstantValue(c.item())
 
 
 # --- foreach ops that keep the tensor ---------------------------------------------

@@ -492,21 +492,30 @@ def _check_no_input_metadata_mutation(kind: str, target: Any, t: "TensorValue") 
 
 # --- ``xs[torch.tensor(1)]``: a tensor the trace knows the value of, as an index -----
 
-def known_index(v: Value) -> int | None:
-    """``operator.index(v)`` as eager computes it, for a 0-d integer tensor
-    whose value the trace knows: one made in the frame from literals
-    (``torch.tensor(1)``), whose fake tensor carries its value
-    (``FakeTensor.constant``: FakeTensorMode computes it for small tensors
-    made from Python data and keeps it through the ops it runs on them, an
-    in-place write through a view included, dropping it where it cannot).
-    None otherwise (a graph input, a value it lost): the indexing then runs
-    natively at a graph break."""
+def known_value(v: Value) -> "int | float | bool | None":
+    """What ``.item()`` reads from a 0-d real tensor whose value the trace
+    knows: one made in the frame from known numbers (``torch.tensor(1)``,
+    ``torch.div(h.size(1), 2 * w, rounding_mode="trunc")`` with static
+    sizes), whose fake tensor carries its value (``FakeTensor.constant``:
+    FakeTensorMode computes it for small tensors made from Python data and
+    keeps it through the ops it runs on them, an in-place write through a
+    view included, dropping it where it cannot).  Its inputs are constants
+    of the trace, guarded as such, so it is eager's value on every call the
+    entry serves.  None otherwise (a graph input, a value it lost)."""
     if not isinstance(v, TensorValue):
         return None
     c = getattr(v.fake, "constant", None)
-    if not isinstance(c, torch.Tensor) or c.dim() != 0 or c.dtype.is_floating_point or c.dtype.is_complex:
+    if not isinstance(c, torch.Tensor) or c.dim() != 0 or c.is_complex():
         return None
-    return int(c.item())
+    return c.item()
+
+
+def known_index(v: Value) -> int | None:
+    """``operator.index(v)`` as eager computes it, for a 0-d integer tensor
+    whose value the trace knows (:func:`known_value`); None otherwise: the
+    indexing then runs natively at a graph break."""
+    n = known_value(v)
+    return int(n) if type(n) in (int, bool) else None   # (a bool tensor indexes as 0 or 1)
 
 
 def _as_subclass(tx, args, kwargs) -> Value:
