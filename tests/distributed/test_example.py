@@ -1,4 +1,4 @@
-"""examples/distributed_gpt.py runs under torchrun as README says (2
+"""examples/distributed_gpt.py runs under torchrun as docs/guide/distributed.md says (2
 processes, gloo), and its armature losses equal eager's on every rank."""
 import os
 import subprocess
