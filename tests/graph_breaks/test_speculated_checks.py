@@ -197,6 +197,17 @@ def test_unfaithful_rerun_keeps_the_break(fn):
     reset()
 
 
+@armature_only
+def test_fullgraph_error_says_why_no_branch_was_assumed():
+    # under fullgraph the data-dependent branch is an error; when the trace
+    # could have assumed it but the rerun would not be faithful, the error
+    # says which (not only "depends on its data")
+    compiled = armature.compile(mutates_input_then_checks, backend="eager", fullgraph=True)
+    with pytest.raises(armature.Unsupported, match=r"not assumed here: the graph mutates an input in place"):
+        compiled(torch.zeros(3))
+    reset()
+
+
 def neither_side_raises(x):
     if x.sum() > 0:
         return x + 1

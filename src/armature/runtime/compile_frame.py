@@ -183,6 +183,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
     from_callee = False
     wrap_callee = False   # the call at the break goes through a compiled wrapper of the callee
     speculate = True
+    refused: str | None = None   # why a trace with assumed branches was not kept
     tried: set = set()   # breaks planned so far (a generator live at one moves it earlier)
     while True:
         cfg = config_mod.config
@@ -231,6 +232,9 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                     # builtin failing): nothing to capture; running it raises
                     # eager's exception (nothing is cached)
                     return None
+                if refused is not None:
+                    e.what = f"{e.what} (a branch that only raises was not assumed here: {refused})"
+                    e.args = (e.what,)
                 raise
             index = getattr(e, "root_index", None)
             from_callee = bool(getattr(e, "from_callee", False))
@@ -271,6 +275,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         except speculation.SpeculationRefused as e:
             log_breaks.debug("tracing %s again without assumed branches: %s", fn.__qualname__, e)
             speculate = False
+            refused = str(e)
             continue
         except BreakNotPossible as e:
             moved = earlier_break(e, functools.partial(is_breakable, frame), tried | {plan})
