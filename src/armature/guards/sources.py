@@ -267,3 +267,36 @@ class DictEntrySource(Source):
         if self.part == "values":
             return f"list({self.parent}.values())[{self.index}]"
         return f"list({self.parent})[{self.index}]"
+
+
+def _memoize_hash(cls) -> None:
+    """Give ``cls`` a hash computed once per Source.  A dataclass hash is
+    ``hash(fields)``, and a chained source (``self._modules['a']._parameters
+    ['w']``) hashes its whole parent chain on every dict lookup; guards,
+    the value cache and the guard function's shared-subexpression count look
+    sources up thousands of times per compile (the largest single cost of
+    building a big model's guard function).  Sources are frozen and their
+    fields are frozen sources and literal keys, so the hash cannot change;
+    it is kept out of pickles (string hashes differ between processes)."""
+    computed = cls.__hash__
+
+    def __hash__(self):
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = computed(self)
+            object.__setattr__(self, "_hash", h)
+            return h
+    __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+    cls.__hash__ = __hash__
+
+
+def _getstate(self):
+    state = dict(self.__dict__)
+    state.pop("_hash", None)
+    return state
+
+
+Source.__getstate__ = _getstate
+for _cls in (GlobalSource, AttrSource, ItemSource, ModuleMemberSource, DictEntrySource):
+    _memoize_hash(_cls)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..diagnostics.errors import Unsupported
+from ..diagnostics.errors import Unsupported, UserException, internal_error
 from ..guards.sources import Source
 from . import kinds
 
@@ -165,7 +165,6 @@ def get_attribute(tx, v: Value, name: str) -> Value:
     attribute the real object has (a function's ``__class__``) is a gap in
     armature's object model: raising it would send the program down its
     ``except AttributeError`` path, so it is an internal error instead."""
-    from ..diagnostics.errors import UserException, internal_error
     try:
         return v.getattr(tx, name)
     except UserException as e:

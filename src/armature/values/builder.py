@@ -15,7 +15,7 @@ import torch
 
 from ..diagnostics.errors import Unsupported
 from ..guards.guard import Guard, Kind, TensorMeta
-from ..guards.sources import ClosureSource, ItemSource, LocalSource, Source
+from ..guards.sources import AttrSource, ClosureSource, ItemSource, LocalSource, ModuleMemberSource, Source
 from .base import Value
 from .constant import ConstantValue
 from . import kinds
@@ -41,7 +41,8 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
     cached = ctx.value_cache.get(id(obj))
     if cached is not None and cached[0] is obj:
         value = cached[1]
-        from .functions.closure_aliasing import object_source
+        if not _LATE_LOADED:
+            _load_late()
         theirs = object_source(value)   # (a cell's Value has its contents' source)
         if source is not None and theirs is not None and theirs != source \
                 and not isinstance(value, ConstantValue):
@@ -53,7 +54,6 @@ def wrap(ctx, obj: Any, source: Source | None) -> Value:
         # the instance dict of an object already in the trace: one Value for
         # both, so writes through either are seen through the other
         if source is not None and owner.source is not None:
-            from ..guards.sources import AttrSource
             ctx.guards.add(Guard(Kind.SAME_OBJECT, source, AttrSource(owner.source, "__dict__")))
         value = owner.instance_dict()
         ctx.value_cache[id(obj)] = (obj, value)
@@ -95,7 +95,8 @@ def _stands_for_another(obj) -> bool:
     """A compiled function is traced as the function it wraps, whose Value
     (source ``cf._fn``) is cached under that function: caching it under the
     wrapper too would tie ``cf`` and ``cf._fn`` as one object."""
-    from ..api import CompiledFunction
+    if not _LATE_LOADED:
+        _load_late()
     return type(obj) is CompiledFunction
 
 
@@ -118,52 +119,70 @@ def _guard(ctx, kind: Kind, source: Source | None, expected: Any = None) -> None
         ctx.guards.add(Guard(kind, source, expected))
 
 
-def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
+_LATE_LOADED = False
+
+
+def _load_late() -> None:
+    """Bind, once, the modules ``_wrap_new`` consults for every object (they
+    import this module, so they are imported late).  A function-level
+    ``from .x import y`` is an import-system round trip on every run
+    (``__spec__.parent``, ``_handle_fromlist``); _wrap_new made about
+    seventeen of them per wrapped object."""
+    global _LATE_LOADED, autograd_function, torch_ops, vbuiltins, modules, functions, containers, objects, \
+        markers, wrap_marked, CompiledFunction, distributed, stdlib_wrap_special, autocast, torch_function, \
+        vmap, pytree, real_iterator, wrap_real_generator, wrap_numpy_object, whitelisted, dims_for_tensor, \
+        int_is_dynamic, config_mod, object_source
     from .tensors import autograd_function, torch_ops
     from .operations import builtins as vbuiltins
     from .nn import modules
     from .functions import functions
     from .containers import containers
     from .objects import objects
-
-    t = type(obj)
     from ..runtime import markers
+    from .directives.markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
+    from ..api import CompiledFunction
+    from .distributed import distributed   # collectives, rank queries, process groups
+    from .stdlib.common import wrap_special as stdlib_wrap_special
+    from .tensors import autocast, torch_function, vmap
+    from .containers import pytree, real_iterator
+    from .functions.generator_breaks import wrap_real_generator
+    from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy
+    from ..graph.dynamic import dims_for_tensor, int_is_dynamic, whitelisted
+    from .. import config as config_mod
+    from .functions.closure_aliasing import object_source
+    _LATE_LOADED = True
+
+
+def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
+    if not _LATE_LOADED:
+        _load_late()
+    t = type(obj)
     if obj is markers.graph_break:
         return torch_ops.GraphBreakValue()
-    from .directives.markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
     marked = wrap_marked(ctx, obj, source)
     if marked is not None:
         return marked
-    from ..api import CompiledFunction
     if isinstance(obj, CompiledFunction) and source is not None:
         # a compiled function called from compiled code is simply inlined
-        from ..guards.sources import AttrSource
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         fn_v = wrap(ctx, obj._fn, AttrSource(source, "_fn"))
         if obj._has_self:
             return functions.BoundMethodValue(fn_v, wrap(ctx, obj._self, AttrSource(source, "_self")))
         return fn_v
-    from .distributed import distributed   # collectives, rank queries, process groups
     special = distributed.wrap_special(ctx, obj, source)
     if special is not None:
         return special
-    from .stdlib.common import wrap_special
-    special = wrap_special(ctx, obj, source)
+    special = stdlib_wrap_special(ctx, obj, source)
     if special is not None:
         return special
-    from .tensors import autocast, torch_function, vmap
-    from .containers import pytree
     special = torch_function.wrap_special(ctx, obj) or vmap.wrap_special(ctx, obj) or \
         autocast.wrap_special(ctx, obj) or pytree.wrap_special(ctx, obj)
     if special is None:
-        from .containers import real_iterator
         special = real_iterator.wrap(ctx, obj, source)
     if special is None:
-        from .functions.generator_breaks import wrap_real_generator
         special = wrap_real_generator(ctx, obj, source)
     if special is not None:
         return special
-    from .numpy import wrap_numpy_object   # ndarrays, numpy's functions and classes, torch.from_numpy
     numpy_value = wrap_numpy_object(ctx, obj, source)
     if numpy_value is not None:
         return numpy_value
@@ -174,9 +193,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         subclass = t not in (torch.Tensor, torch.nn.Parameter)
         if subclass:
             torch_function.state(ctx).used = True
-        from ..guards.sources import ModuleMemberSource
-        from ..graph.dynamic import whitelisted
-        from .nn import modules
         if not subclass and isinstance(source, ModuleMemberSource) and source.table in ("_parameters", "_buffers") \
                 and ctx.config.module_parameters == "attributes" and source not in ctx.dynamic_sources \
                 and not modules.is_generic_module_source(ctx, source) \
@@ -185,7 +201,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, full=False))
             node, fake = ctx.graph.add_attr(obj, source)
         else:
-            from ..graph.dynamic import dims_for_tensor
             node, fake = ctx.graph.add_input(obj, source, dims_for_tensor(ctx.policy, obj, source))
             _guard(ctx, Kind.TENSOR_MATCH, source, TensorMeta.of(obj, fake=fake))
         if subclass and torch_function.is_traceable_wrapper(t):
@@ -194,7 +209,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         ctx.graph.note_tensor_value(value)
         return value
     if t is int and source is not None and -2 ** 63 <= obj < 2 ** 63:
-        from ..graph.dynamic import int_is_dynamic
         if int_is_dynamic(ctx.policy, source):
             from .tensors.symbolic import int_symbol
             _guard(ctx, Kind.TYPE_MATCH, source, t)
@@ -264,13 +278,11 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return modules.wrap_module(ctx, obj, source)
     if t is types.CellType and source is not None:
         # a cell handed to a resume function: its contents are read lazily
-        from ..guards.sources import AttrSource
         _guard(ctx, Kind.TYPE_MATCH, source, t)
         return functions.RealCellValue(obj, AttrSource(source, "cell_contents"))
     if isinstance(obj, types.ModuleType):
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return torch_ops.PythonModuleValue(obj, source)
-    from .. import config as config_mod
     if obj is config_mod.patch:
         _guard(ctx, Kind.ID_MATCH, source, obj)
         return kinds.ConfigPatchFunctionValue(source)
@@ -288,7 +300,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.BuiltinMethodType and getattr(obj, "__name__", None) == "apply" and \
             isinstance(obj.__self__, type) and issubclass(obj.__self__, torch.autograd.Function):
         # a stored ``MyFn.apply`` on torch >= 2.14 (a C classmethod bound to the class)
-        from ..guards.sources import AttrSource
         _guard(ctx, Kind.ID_MATCH, source, obj)
         cls_v = wrap(ctx, obj.__self__, AttrSource(source, "__self__") if source is not None else None)
         return functions.BoundMethodValue(autograd_function.ApplyValue(), cls_v)
@@ -314,7 +325,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
             # globals; closure cells and defaults are read through it.  (A
             # method a class decorator generates per class, dataclass's
             # __init__ and __repr__, has equal code, not the same object.)
-            from ..guards.sources import AttrSource
             _guard(ctx, Kind.TYPE_MATCH, source, t)
             _guard(ctx, Kind.CONSTANT_MATCH if per_call else Kind.ID_MATCH, AttrSource(source, "__code__"),
                    obj.__code__)
@@ -328,7 +338,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
         return functions.UserFunctionValue(obj, source)
     if t is types.MethodType:
         # A bound method is made anew on each attribute read: guard what it binds.
-        from ..guards.sources import AttrSource
         self_v = wrap(ctx, obj.__self__, AttrSource(source, "__self__") if source is not None else None)
         if isinstance(self_v, torch_ops.GradModeValue) and obj.__func__.__name__ in ("__enter__", "__exit__"):
             return torch_ops._CtxMethod(self_v, obj.__func__.__name__)
@@ -337,7 +346,6 @@ def _wrap_new(ctx, obj: Any, source: Source | None) -> Value:
     if t is types.BuiltinMethodType and isinstance(getattr(obj, "__self__", None), torch.Tensor) \
             and source is not None:
         # ``tensor.add`` saved across a graph break
-        from ..guards.sources import AttrSource
         return kinds.TensorMethodValue(wrap(ctx, obj.__self__, AttrSource(source, "__self__")), obj.__name__)
     if isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                         torch._ops.OpOverloadPacket, torch._ops.OpOverload, functools.partial)) \

@@ -28,8 +28,10 @@ from ..pyversion import opcode
 def _has_rule(obj) -> bool:
     """A function with a rule held as a constant: only armature's generated
     code does that (a resume function's ``frame_view.resolve``)."""
+    if not isinstance(obj, types.FunctionType):
+        return False
     from ...values.operations.builtins import RULES
-    return isinstance(obj, types.FunctionType) and obj in RULES
+    return obj in RULES
 
 
 @opcode("LOAD_CONST")

@@ -16,6 +16,7 @@ from ...guards.guard import Guard, Kind
 from ..base import CallableConstantValue, Value, concrete, realize
 from ..constant import ConstantValue
 from .. import kinds
+from ...runtime import markers, stance
 
 
 class ForbiddenInCompiledCode(Unsupported):
@@ -28,7 +29,6 @@ class ForbiddenInCompiledCode(Unsupported):
 
 def wrap_marked(ctx, obj: Any, source) -> Value | None:
     """The Value of a marked object, or None when ``obj`` carries no mark."""
-    from ...runtime import markers, stance
     if obj is markers.disable:
         _guard(ctx, source, obj)
         return DisableFunctionValue(source)

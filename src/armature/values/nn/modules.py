@@ -20,6 +20,7 @@ from ..base import Value, LazyValue, concrete, realize
 from ..constant import ConstantValue
 from ..builder import wrap
 from .. import kinds
+from ...effects import DELETED
 
 _DISTRIBUTED_KINDS = {"ddp": "DistributedDataParallel", "fsdp1": "FSDP1", "fsdp2": "sharded by FSDP2"}
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
@@ -126,7 +127,6 @@ class ModuleValue(Value):
     def getattr(self, tx, name):
         mod = self.mod
         d = mod.__dict__
-        from ...effects import DELETED
         if name == "__class__":
             return wrap(tx.ctx, type(mod), None)
         if name == "__dict__" and inspect.getattr_static(type(mod), "__dict__", None) is \

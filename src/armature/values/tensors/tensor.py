@@ -19,6 +19,7 @@ from ..base import Value, LazyValue, concrete, realize
 from ..constant import ConstantValue
 from ..builder import wrap
 from .. import kinds
+from . import number_arguments, torch_function
 
 # Attributes that are plain metadata of the (guarded) tensor.
 META_ATTRS = frozenset({
@@ -341,15 +342,27 @@ def _has_numpy_scalar(tx, v: Value) -> bool:
 _DATA_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "asarray", "new_tensor"})
 
 
+_numpy_mod = None
+
+
+def _load_numpy() -> None:
+    """values/numpy, bound once (it imports this module); a function-level
+    import costs an import-system round trip per argument of every op."""
+    global _numpy_mod
+    from .. import numpy as numpy_values
+    _numpy_mod = numpy_values
+
+
 def _specialized(tx, v: Value) -> Value:
     """Lazily guarded numbers inside an op's arguments take their (guarded)
     value: the graph is specialised on them.  Dynamic ones stay SymInts."""
     v = realize(tx.ctx, v)
     if not (isinstance(v, kinds.SymbolicNumberValue) and v.sym is not None):
         v = concrete(tx, v)
-    from ..numpy import is_ndarray_value, scalar_input_as_number
-    if is_ndarray_value(v):      # a NumPy scalar input given to a torch op: its Python number
-        v = scalar_input_as_number(tx.ctx, v) or v
+    if _numpy_mod is None:
+        _load_numpy()
+    if _numpy_mod.is_ndarray_value(v):      # a NumPy scalar input given to a torch op: its Python number
+        v = _numpy_mod.scalar_input_as_number(tx.ctx, v) or v
     if isinstance(v, kinds.TupleValue):
         return kinds.TupleValue([_specialized(tx, i) for i in v.items], cls=v.cls)
     if type(v) is kinds.ListValue:
@@ -360,7 +373,6 @@ def _specialized(tx, v: Value) -> Value:
 def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Add one op to the graph and wrap what it returns (after offering it
     to an active TorchFunctionMode or overriding tensor subclass)."""
-    from . import torch_function
     args = [realize(tx.ctx, a) for a in args]   # (wrapping an input may be what reveals a subclass)
     kwargs = {k: realize(tx.ctx, v) for k, v in kwargs.items()}
     if torch_function.possible(tx.ctx):
@@ -382,8 +394,7 @@ def graph_call(tx, kind: str, target: Any, args: list[Value], kwargs: dict[str, 
                           "(its dtype comes from NumPy)")
     args = [_specialized(tx, a) for a in args]
     kwargs = {k: _specialized(tx, v) for k, v in kwargs.items()}
-    from .number_arguments import explicit
-    args, kwargs = explicit(tx, kind, target, args, kwargs)   # (a tensor where the op takes a number)
+    args, kwargs = number_arguments.explicit(tx, kind, target, args, kwargs)   # (a tensor where the op takes a number)
     state_fn = kind == "call_function" and _is_state_function(target, args, kwargs)
     if state_fn:
         _check_state_query(target)
