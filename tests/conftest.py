@@ -11,6 +11,20 @@ import sys
 # running the frame as Python (see armature.diagnostics.errors.InternalError).
 os.environ.setdefault("ARMATURE_STRICT_INTERNAL_ERRORS", "1")
 
+# The persistent compile cache (the warm start) stays off in tests, whatever
+# the shell says, so that tests never load each other's entries (nor a run's
+# from the last run); its directory is a temporary one of this session, so
+# that a test turning it on (tests/warm_start/ runs processes of its own,
+# each with its own directory) never reads or writes the user's real cache.
+# Interpreters the tests start inherit both.
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+os.environ["ARMATURE_CACHE"] = "0"
+os.environ["ARMATURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="armature-test-cache-")
+atexit.register(shutil.rmtree, os.environ["ARMATURE_CACHE_DIR"], True)
+
 import pytest  # noqa: E402
 import torch
 

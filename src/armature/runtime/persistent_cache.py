@@ -207,6 +207,12 @@ def store(cf, cache, entry) -> None:
     faithfully; never raises."""
     if not enabled() or entry.loaded_from is not None:
         return
+    if cf._resume or cf._group is None:
+        # resume functions and armature's own wrappers: stored with the frame
+        # that makes them, once frames with breaks are
+        stats["not_stored"] += 1
+        log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
+        return
     try:
         parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
         data = _encode_entry(cf, cache, entry, parts)
@@ -353,7 +359,7 @@ def load(cf, cache, args, kwargs) -> int:
     """Entries stored for ``cf``'s code whose key, source files and names
     still match, added to ``cache`` (checked against this call's objects);
     their number.  Never raises."""
-    if not enabled():
+    if not enabled() or cf._resume or cf._group is None:
         return 0
     fn = cf._fn
     try:
