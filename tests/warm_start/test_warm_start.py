@@ -90,6 +90,17 @@ elif what == "dtypes":
         x = torch.randn(5, 3, dtype=dt)
         out[str(dt)] = cg(x)
         out[str(dt) + "_eager"] = model.g(x)
+elif what == "grads":
+    block = model.Block()
+    xb = torch.randn(2, 8, requires_grad=True)
+    out["y"] = armature.compile(block, backend=backend)(xb)
+    out["y"].sum().backward()
+    out["gx"], out["gw"] = xb.grad, block.lin.weight.grad
+    xb.grad = None
+    block.lin.weight.grad = None
+    out["y_eager"] = block(xb)
+    out["y_eager"].sum().backward()
+    out["gx_eager"], out["gw_eager"] = xb.grad, block.lin.weight.grad
 elif what == "break":
     x = torch.randn(3)
     out["b"] = armature.compile(model.with_break, backend=backend)(x)
@@ -252,6 +263,38 @@ def test_several_entries_of_one_function(ws):
     warm = ws("dtypes")
     _same_as_eager(warm)
     assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2
+
+
+@pytest.mark.aot_eager
+def test_aot_eager_entry_loads_with_gradients(ws):
+    cold = ws("grads", WS_BACKEND="aot_eager")
+    assert cold.stats["stored"] == 1, cold.stderr
+    warm = ws("grads", WS_BACKEND="aot_eager")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 1, warm.stderr
+    for k in cold.out:
+        assert torch.allclose(cold.out[k], warm.out[k]), k
+        if not k.endswith("_eager"):
+            assert torch.allclose(warm.out[k], warm.out[k + "_eager"], atol=1e-6), k
+
+
+@pytest.mark.inductor
+def test_inductor_entry_loads(ws):
+    cold = ws("basic", WS_BACKEND="inductor")
+    assert cold.stats["stored"] == 2, cold.stderr
+    warm = ws("basic", WS_BACKEND="inductor")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+
+
+def test_dynamic_sizes_with_a_compiling_backend_are_not_stored(ws):
+    cold = ws("sizes", SIZES="3,4", WS_BACKEND="aot_eager")
+    _same_as_eager(cold)
+    assert cold.stats["stored"] == 1, cold.stderr   # the static entry for 3 only
+    assert "dynamic sizes are stored for eager only" in cold.stderr
+    warm = ws("sizes", SIZES="3,4", WS_BACKEND="aot_eager")
+    _same_as_eager(warm)
+    assert warm.stats["loaded"] == 1 and warm.stats["traces"] == 1
 
 
 def test_frame_with_a_graph_break_is_not_stored_and_stays_right(ws):

@@ -429,3 +429,78 @@ def decode_code(data: bytes, patches, special: dict) -> types.CodeType:
         return c.replace(co_consts=tuple(consts))
 
     return walk(code, ())
+
+
+# --- FX graphs (rebuilt node by node for a backend that compiles them again) ------
+
+def _encode_target(t) -> tuple:
+    if isinstance(t, str):
+        return ("v", t)
+    if isinstance(t, torch._ops.OpOverload):
+        return ("op", t._schema.name, t._overloadname)
+    if isinstance(t, torch._ops.OpOverloadPacket):
+        return ("packet", t._qualified_op_name)
+    return encode(t)
+
+
+def _decode_target(d):
+    if d[0] == "op":
+        ns, name = d[1].split("::")
+        packet = getattr(getattr(torch.ops, ns), name)
+        return getattr(packet, d[2] or "default")
+    if d[0] == "packet":
+        ns, name = d[1].split("::")
+        return getattr(getattr(torch.ops, ns), name)
+    return decode(d)
+
+
+def _encode_arg(a):
+    if isinstance(a, torch.fx.Node):
+        return ("node", a.name)
+    if type(a) in (tuple, list):
+        return ("t" if type(a) is tuple else "l", tuple(_encode_arg(x) for x in a))
+    if type(a) is dict:
+        return ("d", tuple((k, _encode_arg(v)) for k, v in a.items()))
+    if type(a) is slice:
+        return ("slice", _encode_arg(a.start), _encode_arg(a.stop), _encode_arg(a.step))
+    if isinstance(a, (torch.layout, torch.memory_format)):
+        return encode(a) if id(a) in _torch_globals() else _fail(a)
+    return encode(a)
+
+
+def _fail(a):
+    raise NotStorable(f"a graph argument {a!r} cannot be written")
+
+
+def _decode_arg(d, nodes):
+    tag = d[0]
+    if tag == "node":
+        return nodes[d[1]]
+    if tag == "t":
+        return tuple(_decode_arg(x, nodes) for x in d[1])
+    if tag == "l":
+        return [_decode_arg(x, nodes) for x in d[1]]
+    if tag == "d":
+        return {k: _decode_arg(v, nodes) for k, v in d[1]}
+    if tag == "slice":
+        return slice(_decode_arg(d[1], nodes), _decode_arg(d[2], nodes), _decode_arg(d[3], nodes))
+    return decode(d)
+
+
+def encode_fx_graph(graph: torch.fx.Graph) -> tuple:
+    out = []
+    for n in graph.nodes:
+        out.append((n.op, n.name, _encode_target(n.target), _encode_arg(tuple(n.args)), _encode_arg(dict(n.kwargs))))
+    return tuple(out)
+
+
+def decode_fx_graph(data) -> torch.fx.Graph:
+    g = torch.fx.Graph()
+    nodes: dict = {}
+    for op, name, target, args, kwargs in data:
+        node = g.create_node(op, _decode_target(target), _decode_arg(args, nodes), _decode_arg(kwargs, nodes),
+                             name=name)
+        if node.name != name:
+            raise LookupError(f"graph node {name} came back as {node.name}")
+        nodes[name] = node
+    return g

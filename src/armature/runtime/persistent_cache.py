@@ -125,10 +125,9 @@ def _encode_graph(info) -> tuple | None:
     gm = info.graph_module
     if gm is None:
         return None
-    if info.backend.name != "eager" or info.backend.kwargs:
-        raise NotStorable(f"backend {info.backend.name!r}: only graphs of the eager backend are stored so far")
-    if getattr(info.compiled, "__self__", None) is not gm or getattr(info.compiled, "__func__", None) is not \
-            type(gm).forward:
+    eager = info.backend.name == "eager" and not info.backend.kwargs
+    if eager and (getattr(info.compiled, "__self__", None) is not gm
+                  or getattr(info.compiled, "__func__", None) is not type(gm).forward):
         raise NotStorable("the compiled graph is not the GraphModule's forward")
     if type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
         raise NotStorable("the graph has its own code generator")
@@ -143,7 +142,26 @@ def _encode_graph(info) -> tuple | None:
             attrs.append((node.target, codec.encode_source(source)))
     pc = gm.graph.python_code(root_module="self")
     names = tuple((k, codec.encode(v)) for k, v in pc.globals.items() if k != "__builtins__")
-    return (pc.src, names, tuple(attrs))
+    inputs = None
+    if not eager:   # the backend compiles it again on load: the graph node by node, its example inputs
+        inputs = (tuple(_example_input_meta(n) for n in gm.graph.nodes if n.op == "placeholder"),
+                  codec.encode_fx_graph(gm.graph))
+    from ..graph.output_graph import STATIC_INPUTS_META
+    return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())))
+
+
+def _example_input_meta(node) -> tuple:
+    """A placeholder's example input as data: only plain tensors of static
+    shapes (a symbolic size would need the trace's ShapeEnv)."""
+    val = node.meta.get("val", node.meta.get("example_value"))
+    if not isinstance(val, torch.Tensor) or type(val).__name__ != "FakeTensor":
+        raise NotStorable(f"graph input {node.name} is not a tensor (dynamic sizes are stored for eager only)")
+    sizes = tuple(val.size()) + tuple(val.stride())
+    if any(not isinstance(s, int) for s in sizes) or val.is_sparse or val.is_quantized or val.is_nested:
+        raise NotStorable(f"graph input {node.name} has symbolic sizes or an unusual layout "
+                          f"(dynamic sizes are stored for eager only)")
+    return (tuple(val.size()), tuple(val.stride()), str(val.dtype).removeprefix("torch."), str(val.device),
+            bool(val.requires_grad))
 
 
 def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
@@ -377,6 +395,7 @@ def load(cf, cache, args, kwargs) -> int:
             log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(fn, parts))
         return 0
     n = 0
+    t0 = time.perf_counter()
     for path, _, _ in sorted(found, key=lambda t: t[2])[-config_mod.config.recompile_limit:]:
         payload = _read(path)
         if payload is None:
@@ -398,12 +417,45 @@ def load(cf, cache, args, kwargs) -> int:
             os.utime(path)   # (least recently used eviction)
         except OSError:
             pass
-        log.debug("loaded an entry of %s from %s", fn.__qualname__, path)
+        log.debug("loaded an entry of %s from %s (%.3f s)", fn.__qualname__, path, time.perf_counter() - t0)
     return n
 
 
 class _GraphAttrs:
     """The object the loaded graph's ``self`` is: its parameters and buffers."""
+
+
+def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs):
+    """The backend's artifact for a loaded graph: the GraphModule is rebuilt
+    from its code (and must print as the stored code: the very graph), and
+    the backend compiles it with example inputs of the stored shapes.  For
+    inductor this is where its own FX-graph and AOTAutograd caches answer
+    (their key: this graph and these inputs), so the cost is theirs."""
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from .. import torch_compat
+    from ..graph.output_graph import STATIC_INPUTS_META
+    metas, nodes = inputs
+    root = torch.nn.Module()
+    for name, t in attrs.items():
+        if isinstance(t, torch.nn.Parameter):
+            root.register_parameter(name, t)
+        else:
+            root.register_buffer(name, t)
+    gm = torch.fx.GraphModule(root, codec.decode_fx_graph(nodes), class_name="ArmatureGraph")
+    if gm.graph.python_code(root_module="self").src != src:
+        raise LookupError("the graph rebuilt from its code differs from the stored one")
+    gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
+    example = [torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg)
+               for size, stride, dtype, device, rg in metas]
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    with tracing(TracingContext(fake_mode)), torch_compat.backend_compile_state():
+        compiled = backend(gm, example)
+    if not callable(compiled):
+        raise LookupError(f"backend {backend!r} returned {compiled!r}")
+    return compiled
 
 
 def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
@@ -424,16 +476,22 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     special = {}
     graph = payload["graph"]
     if graph is not None:
-        src, names, attrs = graph
+        src, names, attrs, inputs, static_inputs = graph
         ns = {k: codec.decode(v) for k, v in names}
         exec(compile(src, f"<armature graph of {fn.__qualname__} loaded from {os.path.basename(path)}>", "exec"), ns)
-        holder = _GraphAttrs()
+        values = {}
         for name, enc in attrs:
             value = read(codec.decode_source(enc))
             if not isinstance(value, torch.Tensor):
                 raise LookupError(f"the graph's attribute {name} is no longer a tensor")
-            setattr(holder, name, value)
-        special["graph"] = types.MethodType(ns["forward"], holder)
+            values[name] = value
+        if inputs is None:   # eager: the graph's code is what runs
+            holder = _GraphAttrs()
+            for name, value in values.items():
+                setattr(holder, name, value)
+            special["graph"] = types.MethodType(ns["forward"], holder)
+        else:
+            special["graph"] = _compile_loaded(cf._backend, src, values, inputs, static_inputs)
     code = codec.decode_code(payload["code"], payload["patches"], special)
     run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
     run.__kwdefaults__ = fn.__kwdefaults__
