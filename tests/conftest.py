@@ -21,9 +21,16 @@ import atexit  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
-os.environ["ARMATURE_CACHE"] = "0"
-os.environ["ARMATURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="armature-test-cache-")
-atexit.register(shutil.rmtree, os.environ["ARMATURE_CACHE_DIR"], True)
+if os.environ.get("ARMATURE_TEST_CACHE_DIR"):
+    # (a check of the warm start itself: run a directory twice with the same
+    # ARMATURE_TEST_CACHE_DIR and the second run's compiled functions load
+    # what the first stored; tests that count traces or graphs then differ)
+    os.environ["ARMATURE_CACHE"] = "1"
+    os.environ["ARMATURE_CACHE_DIR"] = os.environ["ARMATURE_TEST_CACHE_DIR"]
+else:
+    os.environ["ARMATURE_CACHE"] = "0"
+    os.environ["ARMATURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="armature-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["ARMATURE_CACHE_DIR"], True)
 
 import pytest  # noqa: E402
 import torch

@@ -352,10 +352,11 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         compiled = None
         # (a graph DDP splits at its gradient buckets keeps its blocks inlined:
         # DDPOptimizer partitions by parameters, which regions would hide)
+        regions_backend = None
         if merged is not None and graph_backend is backend:
-            unstorable = unstorable or "the graph calls repeated-block regions (invoke_subgraph)"
             try:
-                compiled = _compile_graph(merged, graph, regions.backend_for(backend, merged))
+                regions_backend = regions.backend_for(backend, merged)
+                compiled = _compile_graph(merged, graph, regions_backend)
                 gm = merged
             except BackendCompilerFailed as e:   # (the inlined graph is what the user wrote)
                 log_fallbacks.debug("compiling %s with invoke_subgraph regions failed, inlined instead: %s",
@@ -414,7 +415,8 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=gm, compiled=called, backend=backend,
                                 attr_sources=dict(graph.attr_sources), input_sources=input_sources,
                                 traced_codes=frozenset(ctx.traced_codes), unstorable=unstorable,
-                                has_setup=bool(ctx.__dict__.get("new_modules")))
+                                has_setup=bool(ctx.__dict__.get("new_modules")),
+                                regions_backend=compiled is not None and gm is merged and regions_backend is not backend)
     explain.record(entry)
     return entry
 

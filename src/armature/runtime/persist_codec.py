@@ -62,6 +62,8 @@ class PersistInfo:
     traced_codes: frozenset
     unstorable: str | None
     has_setup: bool
+    #: the graph has regions and was compiled with regions.backend_for's variant of the backend
+    regions_backend: bool = False
 
 
 # --- files and code ---------------------------------------------------------
@@ -440,6 +442,8 @@ def _encode_target(t) -> tuple:
         return ("op", t._schema.name, t._overloadname)
     if isinstance(t, torch._ops.OpOverloadPacket):
         return ("packet", t._qualified_op_name)
+    if isinstance(t, torch._ops.HigherOrderOperator) and getattr(torch.ops.higher_order, t.name(), None) is t:
+        return ("hop", t.name())
     return encode(t)
 
 
@@ -451,6 +455,8 @@ def _decode_target(d):
     if d[0] == "packet":
         ns, name = d[1].split("::")
         return getattr(getattr(torch.ops, ns), name)
+    if d[0] == "hop":
+        return getattr(torch.ops.higher_order, d[1])
     return decode(d)
 
 

@@ -132,9 +132,15 @@ def _encode_graph(info) -> tuple | None:
     if type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
         raise NotStorable("the graph has its own code generator")
     attrs = []
+    subgraphs = []
     for node in gm.graph.nodes:
         if node.op == "call_module":
             raise NotStorable("the graph calls submodules")
+        if node.op == "get_attr" and isinstance(getattr(gm, node.target, None), torch.fx.GraphModule):
+            if eager:
+                raise NotStorable("an eager graph with regions (invoke_subgraph)")
+            subgraphs.append((node.target, _encode_subgraph(getattr(gm, node.target))))
+            continue
         if node.op == "get_attr":
             source = info.attr_sources.get(node.target)
             if source is None:
@@ -147,7 +153,18 @@ def _encode_graph(info) -> tuple | None:
         inputs = (tuple(_example_input_meta(n) for n in gm.graph.nodes if n.op == "placeholder"),
                   codec.encode_fx_graph(gm.graph))
     from ..graph.output_graph import STATIC_INPUTS_META
-    return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())))
+    return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
+            bool(info.regions_backend))
+
+
+def _encode_subgraph(sub) -> tuple:
+    """A region's subgraph (graph/regions.py): its nodes and code; it holds
+    no tensors of its own (parameters are its inputs)."""
+    if any(True for _ in sub.parameters()) or any(True for _ in sub.buffers()):
+        raise NotStorable("a region's subgraph holds tensors")
+    if any(n.op in ("get_attr", "call_module") for n in sub.graph.nodes):
+        raise NotStorable("a region's subgraph reads attributes")
+    return (codec.encode_fx_graph(sub.graph), sub.graph.python_code(root_module="self").src)
 
 
 def _example_input_meta(node) -> tuple:
@@ -425,7 +442,7 @@ class _GraphAttrs:
     """The object the loaded graph's ``self`` is: its parameters and buffers."""
 
 
-def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs):
+def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgraphs=()):
     """The backend's artifact for a loaded graph: the GraphModule is rebuilt
     from its code (and must print as the stored code: the very graph), and
     the backend compiles it with example inputs of the stored shapes.  For
@@ -444,6 +461,11 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs):
             root.register_parameter(name, t)
         else:
             root.register_buffer(name, t)
+    for name, (sub_nodes, sub_src) in subgraphs:
+        sub = torch.fx.GraphModule(torch.nn.Module(), codec.decode_fx_graph(sub_nodes))
+        if sub.graph.python_code(root_module="self").src != sub_src:
+            raise LookupError(f"the region {name} rebuilt from its nodes differs from the stored one")
+        root.add_module(name, sub)
     gm = torch.fx.GraphModule(root, codec.decode_fx_graph(nodes), class_name="ArmatureGraph")
     if gm.graph.python_code(root_module="self").src != src:
         raise LookupError("the graph rebuilt from its code differs from the stored one")
@@ -476,7 +498,7 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     special = {}
     graph = payload["graph"]
     if graph is not None:
-        src, names, attrs, inputs, static_inputs = graph
+        src, names, attrs, inputs, static_inputs, subgraphs, regions_backend = graph
         ns = {k: codec.decode(v) for k, v in names}
         exec(compile(src, f"<armature graph of {fn.__qualname__} loaded from {os.path.basename(path)}>", "exec"), ns)
         values = {}
@@ -491,7 +513,11 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
                 setattr(holder, name, value)
             special["graph"] = types.MethodType(ns["forward"], holder)
         else:
-            special["graph"] = _compile_loaded(cf._backend, src, values, inputs, static_inputs)
+            backend = cf._backend
+            if regions_backend:
+                from ..graph import regions
+                backend = regions.backend_for(backend)
+            special["graph"] = _compile_loaded(backend, src, values, inputs, static_inputs, subgraphs)
     code = codec.decode_code(payload["code"], payload["patches"], special)
     run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
     run.__kwdefaults__ = fn.__kwdefaults__
