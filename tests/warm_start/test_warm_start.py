@@ -359,3 +359,25 @@ def test_reset_clears_memory_only(tmp_path):
                           timeout=generous(120))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "1", "1"]
+
+
+def test_callable_backend_is_not_stored(tmp_path):
+    """A callable backend's behaviour is named by nothing a key holds: its
+    entries are not stored (a registered name of armature's is)."""
+    code = textwrap.dedent('''
+        import torch, armature
+        from armature.runtime import persistent_cache as pc
+        def h(x):
+            return x.exp() + 1
+        c = armature.compile(h, backend=lambda gm, ex: gm.forward)
+        c(torch.randn(3))
+        print(pc.stats["stored"], pc.stats["not_stored"])
+    ''')
+    (tmp_path / "r.py").write_text(code)
+    env = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=str(tmp_path / "cache"),
+               ARMATURE_LOGS="cache", PYTHONPATH=os.path.join(ROOT, "src"))
+    done = subprocess.run([sys.executable, str(tmp_path / "r.py")], env=env, capture_output=True, text=True,
+                          timeout=generous(120))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1"]
+    assert "not a registered backend's name" in done.stderr

@@ -88,9 +88,14 @@ def _armature_hash() -> str:
 
 
 def _backend_part(backend) -> str:
-    from ..backends import _Backend
-    if not isinstance(backend, _Backend):
-        raise NotStorable(f"backend {backend!r} is not a registered backend")
+    from ..backends import _REGISTRY, _Backend
+    registered = _REGISTRY.get(getattr(backend, "name", None))
+    if not isinstance(backend, _Backend) or registered is None or registered.fn is not backend.fn:
+        # (a callable's behaviour is not named by anything a key can hold)
+        raise NotStorable(f"backend {backend!r} is a callable, not a registered backend's name")
+    if not str(getattr(backend.fn, "__module__", "")).startswith("armature."):
+        raise NotStorable(f"backend {backend.name!r} is registered by {backend.fn.__module__}, not armature "
+                          f"(only armature's own backends are keyed by armature's sources)")
     fn = backend.fn
     return f"{backend.name}:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}:{backend.kwargs!r}"
 
