@@ -24,10 +24,20 @@ pytestmark = pytest.mark.armature_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+HELPER = '''
+def scale(x):
+    return x * 2
+'''
+
 MODEL = '''
 import torch
+import helper
 
 K = 3
+
+
+def uses_helper(x):
+    return helper.scale(x.sin()) + 1
 
 
 def f(x, y):
@@ -90,6 +100,10 @@ elif what == "dtypes":
         x = torch.randn(5, 3, dtype=dt)
         out[str(dt)] = cg(x)
         out[str(dt) + "_eager"] = model.g(x)
+elif what == "helper":
+    x = torch.randn(4)
+    out["h"] = armature.compile(model.uses_helper, backend=backend)(x)
+    out["h_eager"] = model.uses_helper(x)
 elif what == "grads":
     block = model.Block()
     xb = torch.randn(2, 8, requires_grad=True)
@@ -122,6 +136,7 @@ class Proc:
 @pytest.fixture
 def ws(tmp_path):
     (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "helper.py").write_text(HELPER)
     (tmp_path / "driver.py").write_text(DRIVER)
     cache = tmp_path / "cache"
     counter = [0]
@@ -176,6 +191,16 @@ def test_changed_source_recompiles_with_the_new_code(ws):
     _same_as_eager(warm)   # (an entry loaded for the old source would give x.sin())
     assert warm.stats["loaded"] == 0 and warm.stats["traces"] >= 2, warm.stderr
     assert "source file changed" in warm.stderr
+
+
+def test_changed_inlined_function_in_another_file_recompiles(ws):
+    cold = ws("helper")
+    assert cold.stats["stored"] == 1
+    (ws.dir / "helper.py").write_text(HELPER.replace("x * 2", "x * 3"))
+    warm = ws("helper")
+    _same_as_eager(warm)   # (the stored entry multiplies by 2)
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] == 1, warm.stderr
+    assert "helper.py" in warm.stderr
 
 
 def test_changed_global_fails_the_loaded_guard(ws):

@@ -404,14 +404,23 @@ def encode_code(code: types.CodeType, special: dict) -> tuple[bytes, tuple]:
                 patches.append((path + (i,), special[id(k)]))
                 consts[i] = None
                 continue
-            try:
-                marshal.dumps(k)
-            except ValueError:
-                patches.append((path + (i,), encode(k)))
+            if not _immutable_literal(k):
+                # (an object the code reaches by identity -- a list, a dict, a
+                # module's globals -- named by import, never copied by value)
+                patches.append((path + (i,), ("ref", ref_of(k))))
                 consts[i] = None
         return c.replace(co_consts=tuple(consts))
 
     return marshal.dumps(walk(code, ())), tuple(patches)
+
+
+def _immutable_literal(k) -> bool:
+    """A constant a compiler could have made: its value is all there is to it."""
+    if type(k) in _LITERALS or k is Ellipsis:
+        return True
+    if type(k) in (tuple, frozenset):
+        return all(_immutable_literal(x) for x in k)
+    return False
 
 
 def decode_code(data: bytes, patches, special: dict) -> types.CodeType:

@@ -155,7 +155,8 @@ def _encode_graph(info) -> tuple | None:
     names = tuple((k, codec.encode(v)) for k, v in pc.globals.items() if k != "__builtins__")
     inputs = None
     if not eager:   # the backend compiles it again on load: the graph node by node, its example inputs
-        inputs = (tuple(_example_input_meta(n) for n in gm.graph.nodes if n.op == "placeholder"),
+        storages: set = set()
+        inputs = (tuple(_example_input_meta(n, storages) for n in gm.graph.nodes if n.op == "placeholder"),
                   codec.encode_fx_graph(gm.graph))
     from ..graph.output_graph import STATIC_INPUTS_META
     return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
@@ -172,12 +173,19 @@ def _encode_subgraph(sub) -> tuple:
     return (codec.encode_fx_graph(sub.graph), sub.graph.python_code(root_module="self").src)
 
 
-def _example_input_meta(node) -> tuple:
+def _example_input_meta(node, storages: set) -> tuple:
     """A placeholder's example input as data: only plain tensors of static
-    shapes (a symbolic size would need the trace's ShapeEnv)."""
+    shapes (a symbolic size would need the trace's ShapeEnv), none a view or
+    sharing memory with another (the backend compiles again with fresh
+    tensors of these shapes: they must alias as the traced ones did)."""
     val = node.meta.get("val", node.meta.get("example_value"))
     if not isinstance(val, torch.Tensor) or type(val).__name__ != "FakeTensor":
         raise NotStorable(f"graph input {node.name} is not a tensor (dynamic sizes are stored for eager only)")
+    from torch.multiprocessing.reductions import StorageWeakRef
+    storage = StorageWeakRef(val.untyped_storage())
+    if val._is_view() or val.storage_offset() != 0 or storage in storages:
+        raise NotStorable(f"graph input {node.name} is a view or shares memory with another input")
+    storages.add(storage)
     sizes = tuple(val.size()) + tuple(val.stride())
     if any(not isinstance(s, int) for s in sizes) or val.is_sparse or val.is_quantized or val.is_nested:
         raise NotStorable(f"graph input {node.name} has symbolic sizes or an unusual layout "
@@ -312,17 +320,25 @@ def entries_on_disk(root: str) -> list[tuple[str, int, float]]:
     except OSError:
         return out
     for k in keys:
-        folder = os.path.join(root, k)
-        if k == "index" or not os.path.isdir(folder):
-            continue
-        for name in os.listdir(folder):
-            if name.endswith(".entry"):
-                p = os.path.join(folder, name)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                out.append((p, st.st_size, st.st_mtime))
+        if k != "index":
+            out.extend(_entries_in(os.path.join(root, k)))
+    return out
+
+
+def _entries_in(folder: str) -> list[tuple[str, int, float]]:
+    out = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if name.endswith(".entry"):
+            p = os.path.join(folder, name)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            out.append((p, st.st_size, st.st_mtime))
     return out
 
 
@@ -411,7 +427,7 @@ def load(cf, cache, args, kwargs) -> int:
         log.debug("not looked up: %s: internal error %s: %s", fn.__qualname__, type(e).__name__, e)
         return 0
     folder = os.path.join(cache_root(), _key_of(parts))
-    found = [t for t in entries_on_disk(os.path.dirname(folder)) if os.path.dirname(t[0]) == folder]
+    found = _entries_in(folder)
     if not found:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(fn, parts))
