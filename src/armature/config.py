@@ -110,10 +110,9 @@ class Config:
     #: by later processes, whose first call then runs without tracing.
     #: ARMATURE_CACHE=1 turns it on.
     cache: bool = False
-    #: where the persistent cache lives (ARMATURE_CACHE_DIR; default
-    #: ``$XDG_CACHE_HOME/armature`` or ``~/.cache/armature``)
-    cache_dir: str = dataclasses.field(default_factory=lambda: os.environ.get("ARMATURE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "armature"))
+    #: where the persistent cache lives (ARMATURE_CACHE_DIR); empty: the
+    #: user's cache directory, ``$XDG_CACHE_HOME/armature`` or ``~/.cache/armature``
+    cache_dir: str = ""
     #: the persistent cache's size bound: least recently used entries go beyond it
     cache_size_mb: int = 1024
 

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -357,8 +358,10 @@ def test_tests_do_not_use_the_users_cache():
     """tests/conftest.py: the cache is off in the test processes and its
     directory is a temporary one."""
     import armature
+    from armature.runtime import persistent_cache
     assert armature.config.cache is False
-    assert os.path.expanduser("~/.cache") not in os.path.abspath(armature.config.cache_dir)
+    assert os.path.expanduser("~/.cache") not in persistent_cache.cache_root()
+    assert persistent_cache.cache_root().startswith(tempfile.gettempdir())
 
 
 def test_reset_clears_memory_only(tmp_path):

@@ -61,7 +61,11 @@ def enabled() -> bool:
 
 
 def cache_root(cache_dir: str | None = None) -> str:
-    return os.path.join(os.path.expanduser(cache_dir or config_mod.config.cache_dir), f"v{FORMAT}")
+    """The directory of this format's entries (config.cache_dir, or the
+    user's cache directory when it is empty)."""
+    base = cache_dir or config_mod.config.cache_dir or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "armature")
+    return os.path.join(os.path.expanduser(base), f"v{FORMAT}")
 
 
 # --- the key --------------------------------------------------------------------
