@@ -409,3 +409,23 @@ def test_callable_backend_is_not_stored(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1"]
     assert "not a registered backend's name" in done.stderr
+
+
+def test_size_bound_evicts_least_recently_used(tmp_path):
+    """Over cache_size_mb, the files used longest ago go first (a load
+    touches its file), down to 90% of the bound."""
+    import armature
+    from armature.runtime import persistent_cache
+    root = tmp_path / "v1"
+    folder = root / "somekey"
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(3):
+        p = folder / f"e{i}.entry"
+        p.write_bytes(b"x" * 400 * 1024)
+        os.utime(p, (1000 + i, 1000 + i))
+        paths.append(p)
+    os.utime(paths[0], (5000, 5000))   # e0: used most recently
+    with armature.config.patch(cache_size_mb=1):
+        persistent_cache._evict(str(root))
+    assert [p.exists() for p in paths] == [True, False, True]   # (without eviction: all three)
