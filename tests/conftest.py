@@ -11,6 +11,27 @@ import sys
 # running the frame as Python (see armature.diagnostics.errors.InternalError).
 os.environ.setdefault("ARMATURE_STRICT_INTERNAL_ERRORS", "1")
 
+# The persistent compile cache (the warm start) stays off in tests, whatever
+# the shell says, so that tests never load each other's entries (nor a run's
+# from the last run); its directory is a temporary one of this session, so
+# that a test turning it on (tests/warm_start/ runs processes of its own,
+# each with its own directory) never reads or writes the user's real cache.
+# Interpreters the tests start inherit both.
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+if os.environ.get("ARMATURE_TEST_CACHE_DIR"):
+    # (a check of the warm start itself: run a directory twice with the same
+    # ARMATURE_TEST_CACHE_DIR and the second run's compiled functions load
+    # what the first stored; tests that count traces or graphs then differ)
+    os.environ["ARMATURE_CACHE"] = "1"
+    os.environ["ARMATURE_CACHE_DIR"] = os.environ["ARMATURE_TEST_CACHE_DIR"]
+else:
+    os.environ["ARMATURE_CACHE"] = "0"
+    os.environ["ARMATURE_CACHE_DIR"] = tempfile.mkdtemp(prefix="armature-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["ARMATURE_CACHE_DIR"], True)
+
 import pytest  # noqa: E402
 import torch
 

@@ -29,6 +29,7 @@ from .runtime import cudagraphs as _cudagraphs
 from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
 from .runtime import shared_code as _shared_code
+from .runtime import persistent_cache as _persistent
 
 log_recompiles = logs.artifact("recompiles")
 
@@ -213,6 +214,14 @@ class CompiledFunction:
                     _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
                                       f"last reason: {reason}", module=self._module_of_call())
                 return _RUN_EAGER
+        if not cache.disk_tried and st is _stance.DEFAULT and self._group is not None:
+            # the first miss of a code a user compiled: entries an earlier
+            # process stored (runtime/persistent_cache.py), checked on this call
+            cache.disk_tried = True
+            if _persistent.enabled() and _persistent.load(self, cache, args, kwargs):
+                entry = _entry_for(cache.entries, args, self._fn_arg, kwargs)
+                if entry is not None:
+                    return entry
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
                                  dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic),
@@ -224,6 +233,8 @@ class CompiledFunction:
         if entry is None:  # arguments that do not bind, or (fullgraph) the program raises: run it
             return _RUN_EAGER
         cache.add(entry)
+        if backend is self._backend and _persistent.enabled():
+            _persistent.store(self, cache, entry)
         if _record.active:
             _record.entry_added(f, cache, entry, module=self._module_of_call())
         return entry

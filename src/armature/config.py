@@ -105,6 +105,17 @@ class Config:
     #: graphs, reused every iteration).  runtime/native_frames.py
     loop_breaks: str = "native"
 
+    #: the persistent compile cache (the warm start: runtime/persistent_cache.py):
+    #: entries compiled in one process are stored in ``cache_dir`` and loaded
+    #: by later processes, whose first call then runs without tracing.
+    #: ARMATURE_CACHE=1 turns it on.
+    cache: bool = False
+    #: where the persistent cache lives (ARMATURE_CACHE_DIR); empty: the
+    #: user's cache directory, ``$XDG_CACHE_HOME/armature`` or ``~/.cache/armature``
+    cache_dir: str = ""
+    #: the persistent cache's size bound: least recently used entries go beyond it
+    cache_size_mb: int = 1024
+
     def dynamic_sources_list(self) -> list[str]:
         return [item.strip() for item in self.dynamic_sources.split(",") if item.strip()]
 
@@ -156,6 +167,8 @@ def _check(name: str, value: Any) -> None:
     expected = _TYPES[name]
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise TypeError(f"armature.config.{name} must be {expected.__name__}, got {value!r}")
+    if name == "cache_size_mb" and value < 1:
+        raise ValueError("armature.config.cache_size_mb must be >= 1")
     if name == "recompile_limit" and value < 1:
         raise ValueError("armature.config.recompile_limit must be >= 1")
     if name == "regions" and value not in ("auto", "always", "off"):

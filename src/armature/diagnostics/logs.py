@@ -10,7 +10,7 @@ import logging
 import os
 
 ARTIFACTS = ("recompiles", "guards", "graph", "bytecode", "graph_breaks", "fallbacks", "dynamic", "perf",
-             "regions")
+             "regions", "cache")
 
 _root = logging.getLogger("armature")
 

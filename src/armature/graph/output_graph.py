@@ -59,6 +59,8 @@ class OutputGraph:
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []
         self.attrs: dict[str, torch.Tensor] = {}
+        #: where each get_attr tensor came from (a loaded entry rebinds it: runtime/persistent_cache.py)
+        self.attr_sources: dict[str, Source] = {}
         self._last_placeholder: torch.fx.Node | None = None
         #: node names taken ("self" is the GraphModule's own forward parameter: an
         #: input named after a user's parameter called self becomes self_1)
@@ -222,6 +224,7 @@ class OutputGraph:
         backends may treat it as part of the graph (aot_autograd lifts it)."""
         name = self._unique(_identifier(str(source)))
         self.attrs[name] = real
+        self.attr_sources[name] = source
         node = self.graph.get_attr(name)
         fake = self.fake_mode.from_tensor(real, static_shapes=True)
         node.meta["example_value"] = fake

@@ -30,6 +30,11 @@ class CacheEntry:
     side_effects: list = field(default_factory=list)
     #: branches assumed not to raise, checked after the graph (trace/speculation.py)
     assumptions: list = field(default_factory=list)
+    #: what the persistent cache needs to store this entry (a
+    #: persist_codec.Storable), None when it cannot be stored
+    persist: Any = None
+    #: the cache file a warm start loaded this entry from
+    loaded_from: str | None = None
 
     @property
     def compile_time_s(self) -> float:
@@ -64,6 +69,8 @@ class CodeCache:
     #: calls made through CompiledFunction.__call__ (the run report's "calls")
     calls: int = 0
     limit_hit: bool = False
+    #: the persistent cache was consulted for this code (runtime/persistent_cache.py)
+    disk_tried: bool = False
     recompile_reasons: list[str] = field(default_factory=list)
     #: sources of Python numbers that changed between calls: later traces
     #: keep them symbolic (computed in residual code) instead of specialising
@@ -115,6 +122,7 @@ class CodeCache:
         self.first_example = None
         self.recompiles = 0
         self.limit_hit = False
+        self.disk_tried = False
         self.recompile_reasons.clear()
         self.dynamic_sources.clear()
         self.auto_dims.clear()

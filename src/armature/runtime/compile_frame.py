@@ -136,6 +136,8 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     never reaches the user: the code runs as Python from then on, logged
     under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
     naming it; the test suite's strict switch lets it propagate."""
+    from . import persistent_cache
+    persistent_cache.stats["traces"] += 1
     try:
         with compiling_state():
             return _compile_call(fn, args, kwargs, backend, fullgraph, dynamic_sources, policy, module_parameters)
@@ -340,6 +342,8 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     graph = ctx.graph
     gm = None
     compiled = None
+    #: why the entry cannot be stored on disk (runtime/persist_codec.py), None: it may be
+    unstorable = None if brk is None else "the frame has a graph break (resume functions are not stored yet)"
     t1 = time.perf_counter()
     checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
     if graph.has_ops():
@@ -353,9 +357,11 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         compiled = None
         # (a graph DDP splits at its gradient buckets keeps its blocks inlined:
         # DDPOptimizer partitions by parameters, which regions would hide)
+        regions_backend = None
         if merged is not None and graph_backend is backend:
             try:
-                compiled = _compile_graph(merged, graph, regions.backend_for(backend, merged))
+                regions_backend = regions.backend_for(backend, merged)
+                compiled = _compile_graph(merged, graph, regions_backend)
                 gm = merged
             except BackendCompilerFailed as e:   # (the inlined graph is what the user wrote)
                 log_fallbacks.debug("compiling %s with invoke_subgraph regions failed, inlined instead: %s",
@@ -366,10 +372,16 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
             except BackendCompilerFailed as e:   # (never the user's error where eager works)
                 reason = backend_failures.handle(fn, e, backend, ctx.fullgraph)
                 return _fallback(fn, ctx.guards.as_list(), reason, time.perf_counter() - t0)
+        raw_compiled = compiled
+        if graph_backend is not backend:
+            unstorable = unstorable or "the graph is split at DDP's gradient buckets"
         if specializations is not None:
             compiled = specialize.SpecializingGraph(compiled, specializations, backend)
         compiled = inference.wrap_outputs(ctx, compiled, body.graph_outputs)
         compiled = torch_function.wrap_compiled(ctx, compiled, graph)
+        if compiled is not raw_compiled:
+            unstorable = unstorable or "the compiled graph is wrapped (specializations, inference or torch function)"
+
     elif body.graph_outputs:
         raise AssertionError("graph outputs without ops")
     t2 = time.perf_counter()
@@ -398,11 +410,18 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         log_bytecode.debug("transformed bytecode of %s:\n%s", fn.__qualname__, buf.getvalue())
     transformed_code = run.__code__
     if checks is not None:
+        unstorable = unstorable or "the frame assumes branches do not raise (speculation checks)"
         run = speculation.speculating_run(run)
     entry = CacheEntry(guard=guard_fn, run=run, guards=guards, graph_module=gm, compiled_graph=compiled,
                        transformed_code=transformed_code, assumptions=[a.describe() for a in ctx.assumptions], trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
                        backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
                        side_effects=ctx.effects.describe())
+    from .persist_codec import PersistInfo
+    entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=gm, compiled=called, backend=backend,
+                                attr_sources=dict(graph.attr_sources), input_sources=input_sources,
+                                traced_codes=frozenset(ctx.traced_codes), unstorable=unstorable,
+                                has_setup=bool(ctx.__dict__.get("new_modules")),
+                                regions_backend=compiled is not None and gm is merged and regions_backend is not backend)
     explain.record(entry)
     return entry
 

@@ -119,6 +119,9 @@ class TraceContext:
                                  dynamic_output_shapes=self.capture_dynamic_output_shapes,
                                  name_prefix=generated_prefix(fn.__code__))
         self.guards = GuardSet()
+        #: every code object traced or inlined (the persistent cache's key
+        #: covers their source files: runtime/persistent_cache.py)
+        self.traced_codes: set = set()
         from ..effects import SideEffects
         self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}

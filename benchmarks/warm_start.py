@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""Cold and warm first-call times of armature and torch.compile, each start a
+fresh process (the warm start: runtime/persistent_cache.py).
+
+For each model and compiler: a fresh pair of cache directories (armature's
+ARMATURE_CACHE_DIR and inductor's TORCHINDUCTOR_CACHE_DIR, one pair per
+compiler), one cold process (empty caches) and then ``--warm`` warm
+processes (the caches the cold one left).  Each process reports the time of
+its first compiled call, its time from start to the first result (imports
+included), how many frames armature traced and loaded, and a checksum of
+the result (every warm result must equal the cold one: the table says so).
+
+Models: the bundled demo model (demo/model.py TinyGPT, 2 blocks) and a
+6-block one of the same kind; eval mode, no_grad.  torch.compile runs with
+its default caches (FX-graph and AOTAutograd caches on).
+
+Usage:  python benchmarks/warm_start.py [--backend inductor] [--warm 3] [--models demo,blocks6]
+        (``./dev suite --warm`` runs it)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def worker(args) -> None:
+    t_start = float(os.environ["WS_T0"])
+    sys.path.insert(0, os.path.join(ROOT, "demo"))
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    import torch
+    from model import GPTConfig, make_model
+
+    cfg = GPTConfig(n_layers=6) if args.model == "blocks6" else GPTConfig()
+    model, idx = make_model(cfg)
+    if args.compiler == "armature":
+        import armature
+        compiled = armature.compile(model, backend=args.backend)
+    else:
+        compiled = torch.compile(model, backend=args.backend)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        out = compiled(idx)
+        first = time.perf_counter() - t0
+        ref = model(idx)
+    total = time.time() - t_start
+    stats = {}
+    if args.compiler == "armature":
+        from armature.runtime import persistent_cache
+        stats = dict(persistent_cache.stats)
+    print("RESULT " + json.dumps({"first_call_s": first, "to_first_result_s": total, "stats": stats,
+                                  "checksum": float(out.double().sum()), "max_err": float((out - ref).abs().max())}))
+
+
+def run_one(compiler: str, model: str, backend: str, arm_dir: str, ind_dir: str) -> dict:
+    env = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=arm_dir, TORCHINDUCTOR_CACHE_DIR=ind_dir,
+               WS_T0=repr(time.time()))
+    env.pop("ARMATURE_LOGS", None)
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", "--compiler", compiler,
+                           "--model", model, "--backend", backend], env=env, capture_output=True, text=True,
+                          timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"{compiler} {model} failed:\n{done.stderr[-4000:]}")
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--compiler", default="armature")
+    p.add_argument("--model", default="demo")
+    p.add_argument("--models", default="demo,blocks6")
+    p.add_argument("--compilers", default="armature,torch")
+    p.add_argument("--backend", default="inductor")
+    p.add_argument("--warm", type=int, default=3, help="warm processes per model and compiler")
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    rows = []
+    for model in args.models.split(","):
+        for compiler in args.compilers.split(","):
+            with tempfile.TemporaryDirectory(prefix="armature-warm-bench-") as tmp:
+                arm, ind = os.path.join(tmp, "armature"), os.path.join(tmp, "inductor")
+                cold = run_one(compiler, model, args.backend, arm, ind)
+                warm = [run_one(compiler, model, args.backend, arm, ind) for _ in range(args.warm)]
+            same = all(w["checksum"] == cold["checksum"] for w in warm)
+            row = {"model": model, "compiler": compiler, "cold": cold["first_call_s"],
+                   "warm": statistics.median(w["first_call_s"] for w in warm),
+                   "warm_total": statistics.median(w["to_first_result_s"] for w in warm),
+                   "cold_total": cold["to_first_result_s"],
+                   "traced": [w["stats"].get("traces") for w in warm],
+                   "loaded": [w["stats"].get("loaded") for w in warm], "same": same,
+                   "max_err": max(w["max_err"] for w in warm)}
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    print(f"\nwarm start, backend {args.backend}, {args.warm} warm processes each (medians; seconds)\n")
+    print(f"{'model':8} {'compiler':9} {'cold 1st':>9} {'warm 1st':>9} {'warm/cold':>9} {'cold tot':>9} "
+          f"{'warm tot':>9}  warm traces/loaded  warm==cold")
+    for r in rows:
+        print(f"{r['model']:8} {r['compiler']:9} {r['cold']:9.2f} {r['warm']:9.2f} {r['warm'] / r['cold']:9.2f} "
+              f"{r['cold_total']:9.2f} {r['warm_total']:9.2f}  {r['traced']}/{r['loaded']}  {r['same']}")
+    by = {(r["model"], r["compiler"]): r for r in rows}
+    for model in args.models.split(","):
+        a, t = by.get((model, "armature")), by.get((model, "torch"))
+        if a and t:
+            print(f"{model}: armature/torch.compile warm first call {a['warm'] / t['warm']:.2f}x, "
+                  f"warm time to first result {a['warm_total'] / t['warm_total']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

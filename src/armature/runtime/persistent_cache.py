@@ -1,0 +1,590 @@
+"""The warm start: compiled frames kept on disk, so a restarted process runs
+its first compiled call without tracing or compiling again.
+
+Layout: ``<cache_dir>/v<FORMAT>/<key>/<entry>.entry``.  ``key`` hashes what
+must be equal for any entry of a code to be valid (KeyParts below:
+armature's own sources, torch's and Python's versions, the backend and its
+options, every config option, the compile settings, the root code).  Each
+file is one cache entry (persist_codec.py says what it holds), named by the
+hash of its content, so two processes storing the same entry write the same
+name (``os.replace`` of a temporary file: either write leaves a whole file).
+A file begins with a magic string and the hash of the rest: a truncated or
+corrupt file is ignored with one warning and removed.
+
+Loading an entry checks, before anything in it runs: the source files of
+every function traced or inlined into it (content hash), every object its
+guards or code name by import (same file, same code), then its guards as on
+any call (identity guards on the call's modules and parameters rebuilt
+from their sources).  The cache directory is trusted as the user's own code
+is: an entry whose key matches is executed (marshal, the graph's source).
+
+Failures to write (a read-only directory, a full disk) turn the cache off
+for the process with one warning; nothing here ever fails a call.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import marshal
+import os
+import sys
+import tempfile
+import threading
+import time
+import types
+import warnings
+
+import torch
+
+from .. import config as config_mod
+from ..diagnostics import logs
+from . import persist_codec as codec
+from .persist_codec import NotStorable
+
+log = logs.artifact("cache")
+
+FORMAT = 1
+_MAGIC = b"ARMWARM1"
+#: config options that do not change what is traced
+_NOT_TRACING = ("cache", "cache_dir", "cache_size_mb")
+
+#: what happened in this process (tests and the benchmark read it)
+stats = {"stored": 0, "loaded": 0, "not_stored": 0, "rejected": 0, "corrupt": 0, "traces": 0}
+_disabled_reason: str | None = None
+_warned: set = set()
+_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    return config_mod.config.cache and _disabled_reason is None
+
+
+def cache_root(cache_dir: str | None = None) -> str:
+    """The directory of this format's entries (config.cache_dir, or the
+    user's cache directory when it is empty)."""
+    base = cache_dir or config_mod.config.cache_dir or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "armature")
+    return os.path.join(os.path.expanduser(base), f"v{FORMAT}")
+
+
+# --- the key --------------------------------------------------------------------
+
+_ARMATURE_HASH: str | None = None
+
+
+def _armature_hash() -> str:
+    """All of armature's own source files: its version does not change
+    between commits, its behaviour does."""
+    global _ARMATURE_HASH
+    if _ARMATURE_HASH is None:
+        h = hashlib.sha256()
+        for root, dirs, files in os.walk(codec._ARMATURE_DIR):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    h.update(os.path.relpath(path, codec._ARMATURE_DIR).encode())
+                    with open(path, "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+        _ARMATURE_HASH = h.hexdigest()
+    return _ARMATURE_HASH
+
+
+def _backend_part(backend) -> str:
+    from ..backends import _REGISTRY, _Backend
+    registered = _REGISTRY.get(getattr(backend, "name", None))
+    if not isinstance(backend, _Backend) or registered is None or registered.fn is not backend.fn:
+        # (a callable's behaviour is not named by anything a key can hold)
+        raise NotStorable(f"backend {backend!r} is a callable, not a registered backend's name")
+    if not str(getattr(backend.fn, "__module__", "")).startswith("armature."):
+        raise NotStorable(f"backend {backend.name!r} is registered by {backend.fn.__module__}, not armature "
+                          f"(only armature's own backends are keyed by armature's sources)")
+    fn = backend.fn
+    return f"{backend.name}:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}:{backend.kwargs!r}"
+
+
+def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_parameters) -> dict:
+    cfg = {k: v for k, v in dataclasses.asdict(config_mod.config).items() if k not in _NOT_TRACING}
+    code = fn.__code__
+    return {
+        "armature": _armature_hash(),
+        "torch": str(torch.__version__),
+        "python": sys.version,
+        "backend": _backend_part(backend),
+        "config": repr(sorted(cfg.items())),
+        "settings": repr((fullgraph, dynamic, module_parameters)),
+        "code": f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}",
+    }
+
+
+def _key_of(parts: dict) -> str:
+    return hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()[:32]
+
+
+def _code_index(fn) -> str:
+    code = fn.__code__
+    name = f"{os.path.abspath(code.co_filename)}:{code.co_qualname}"
+    return hashlib.sha256(name.encode()).hexdigest()[:32]
+
+
+# --- storing ----------------------------------------------------------------------
+
+def _encode_graph(info) -> tuple | None:
+    gm = info.graph_module
+    if gm is None:
+        return None
+    eager = info.backend.name == "eager" and not info.backend.kwargs
+    if eager and (getattr(info.compiled, "__self__", None) is not gm
+                  or getattr(info.compiled, "__func__", None) is not type(gm).forward):
+        raise NotStorable("the compiled graph is not the GraphModule's forward")
+    if type(gm.graph._codegen) is not torch.fx.graph.CodeGen:
+        raise NotStorable("the graph has its own code generator")
+    attrs = []
+    subgraphs = []
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            raise NotStorable("the graph calls submodules")
+        if node.op == "get_attr" and isinstance(getattr(gm, node.target, None), torch.fx.GraphModule):
+            if eager:
+                raise NotStorable("an eager graph with regions (invoke_subgraph)")
+            subgraphs.append((node.target, _encode_subgraph(getattr(gm, node.target))))
+            continue
+        if node.op == "get_attr":
+            source = info.attr_sources.get(node.target)
+            if source is None:
+                raise NotStorable(f"the graph's attribute {node.target} has no source")
+            attrs.append((node.target, codec.encode_source(source)))
+    pc = gm.graph.python_code(root_module="self")
+    names = tuple((k, codec.encode(v)) for k, v in pc.globals.items() if k != "__builtins__")
+    inputs = None
+    if not eager:   # the backend compiles it again on load: the graph node by node, its example inputs
+        storages: set = set()
+        inputs = (tuple(_example_input_meta(n, storages) for n in gm.graph.nodes if n.op == "placeholder"),
+                  codec.encode_fx_graph(gm.graph))
+    from ..graph.output_graph import STATIC_INPUTS_META
+    return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
+            bool(info.regions_backend))
+
+
+def _encode_subgraph(sub) -> tuple:
+    """A region's subgraph (graph/regions.py): its nodes and code; it holds
+    no tensors of its own (parameters are its inputs)."""
+    if any(True for _ in sub.parameters()) or any(True for _ in sub.buffers()):
+        raise NotStorable("a region's subgraph holds tensors")
+    if any(n.op in ("get_attr", "call_module") for n in sub.graph.nodes):
+        raise NotStorable("a region's subgraph reads attributes")
+    return (codec.encode_fx_graph(sub.graph), sub.graph.python_code(root_module="self").src)
+
+
+def _example_input_meta(node, storages: set) -> tuple:
+    """A placeholder's example input as data: only plain tensors of static
+    shapes (a symbolic size would need the trace's ShapeEnv), none a view or
+    sharing memory with another (the backend compiles again with fresh
+    tensors of these shapes: they must alias as the traced ones did)."""
+    val = node.meta.get("val", node.meta.get("example_value"))
+    if not isinstance(val, torch.Tensor) or type(val).__name__ != "FakeTensor":
+        raise NotStorable(f"graph input {node.name} is not a tensor (dynamic sizes are stored for eager only)")
+    from torch.multiprocessing.reductions import StorageWeakRef
+    storage = StorageWeakRef(val.untyped_storage())
+    if val._is_view() or val.storage_offset() != 0 or storage in storages:
+        raise NotStorable(f"graph input {node.name} is a view or shares memory with another input")
+    storages.add(storage)
+    sizes = tuple(val.size()) + tuple(val.stride())
+    if any(not isinstance(s, int) for s in sizes) or val.is_sparse or val.is_quantized or val.is_nested:
+        raise NotStorable(f"graph input {node.name} has symbolic sizes or an unusual layout "
+                          f"(dynamic sizes are stored for eager only)")
+    return (tuple(val.size()), tuple(val.stride()), str(val.dtype).removeprefix("torch."), str(val.device),
+            bool(val.requires_grad))
+
+
+def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
+    info = entry.persist
+    if info is None:
+        raise NotStorable(entry.fallback_reason and f"the frame runs as Python ({entry.fallback_reason})"
+                          or "a frame run as Python, or split inside a loop")
+    if info.unstorable:
+        raise NotStorable(info.unstorable)
+    if info.has_setup:
+        raise NotStorable("the frame makes modules (setup code)")
+    files = set()
+    for code in info.traced_codes:
+        origin = codec.origin_of_file(code.co_filename)
+        if origin is not None:
+            files.add(origin)
+    guards = tuple(codec.encode_guard(g) for g in info.guards)
+    graph = _encode_graph(info)
+    special = {id(info.compiled): ("special", "graph")} if info.compiled is not None else {}
+    code, patches = codec.encode_code(entry.transformed_code, special)
+    hints = []   # dynamic-shape decisions (hints for later traces: one that cannot be written is left out)
+    for src, dims in cache.auto_dims.items():
+        try:
+            hints.append(("dims", codec.encode_source(src), tuple(sorted(dims))))
+        except NotStorable:
+            pass
+    for src in cache.dynamic_sources:
+        try:
+            hints.append(("number", codec.encode_source(src)))
+        except NotStorable:
+            pass
+    payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
+               "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
+               "op_count": entry.op_count, "hints": tuple(sorted(hints, key=repr))}
+    for k, v in payload.items():
+        try:
+            marshal.dumps(v)
+        except ValueError:
+            raise NotStorable(f"internal: part {k} cannot be written: {_first_unmarshallable(v)!r:.200}") from None
+    return marshal.dumps(payload)
+
+
+def _first_unmarshallable(v):
+    if isinstance(v, (tuple, list)):
+        for x in v:
+            try:
+                marshal.dumps(x)
+            except ValueError:
+                return _first_unmarshallable(x)
+    if isinstance(v, dict):
+        for x in v.items():
+            try:
+                marshal.dumps(x)
+            except ValueError:
+                return _first_unmarshallable(x)
+    return v
+
+
+def store(cf, cache, entry) -> None:
+    """Write ``entry`` (just compiled for ``cf``) if it can be written
+    faithfully; never raises."""
+    if not enabled() or entry.loaded_from is not None:
+        return
+    if cf._resume or cf._group is None:
+        # resume functions and armature's own wrappers: stored with the frame
+        # that makes them, once frames with breaks are
+        stats["not_stored"] += 1
+        log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
+        return
+    try:
+        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        data = _encode_entry(cf, cache, entry, parts)
+    except NotStorable as e:
+        stats["not_stored"] += 1
+        log.debug("not stored: an entry of %s: %s", cf._fn.__qualname__, e)
+        return
+    except Exception as e:   # noqa: BLE001 - an error of armature's own: the entry just is not stored
+        stats["not_stored"] += 1
+        log.debug("not stored: an entry of %s: internal error %s: %s", cf._fn.__qualname__, type(e).__name__, e)
+        return
+    digest = hashlib.sha256(data).digest()
+    root = cache_root()
+    folder = os.path.join(root, _key_of(parts))
+    path = os.path.join(folder, digest.hex()[:32] + ".entry")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        _atomic_write(path, _MAGIC + digest + data)
+        os.makedirs(os.path.join(root, "index"), exist_ok=True)
+        _atomic_write(os.path.join(root, "index", _code_index(cf._fn)), marshal.dumps(parts))
+    except OSError as e:
+        _turn_off(f"cannot write to the cache directory {root}: {e}")
+        return
+    stats["stored"] += 1
+    log.debug("stored an entry of %s: %s", cf._fn.__qualname__, path)
+    _evict(root)
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _turn_off(reason: str) -> None:
+    global _disabled_reason
+    if _disabled_reason is None:
+        _disabled_reason = reason
+        warnings.warn(f"armature: the compile cache is off for this process: {reason} "
+                      f"(set ARMATURE_CACHE_DIR to a writable directory, or ARMATURE_CACHE=0)",
+                      RuntimeWarning, stacklevel=2)
+
+
+def entries_on_disk(root: str) -> list[tuple[str, int, float]]:
+    """(path, size, mtime) of every entry file under ``root``."""
+    out = []
+    try:
+        keys = os.listdir(root)
+    except OSError:
+        return out
+    for k in keys:
+        if k != "index":
+            out.extend(_entries_in(os.path.join(root, k)))
+    return out
+
+
+def _entries_in(folder: str) -> list[tuple[str, int, float]]:
+    out = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if name.endswith(".entry"):
+            p = os.path.join(folder, name)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            out.append((p, st.st_size, st.st_mtime))
+    return out
+
+
+def _evict(root: str) -> None:
+    """Least recently used entries go once the cache is over its bound (a
+    load touches the file it used)."""
+    bound = config_mod.config.cache_size_mb * 1024 * 1024
+    files = entries_on_disk(root)
+    total = sum(size for _, size, _ in files)
+    if total <= bound:
+        return
+    for path, size, _ in sorted(files, key=lambda t: t[2]):
+        if total <= bound * 0.9:
+            break
+        try:
+            os.unlink(path)
+            total -= size
+            log.debug("evicted (least recently used): %s", path)
+        except OSError:
+            pass
+
+
+# --- loading ----------------------------------------------------------------------
+
+def _warn_corrupt(path: str, why: str) -> None:
+    stats["corrupt"] += 1
+    log.debug("corrupt file %s: %s", path, why)
+    if path not in _warned:
+        _warned.add(path)
+        warnings.warn(f"armature: ignoring a corrupt compile cache file {path} ({why}); the function is "
+                      f"compiled again", RuntimeWarning, stacklevel=4)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _read(path: str):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        log.debug("cannot read %s: %s", path, e)
+        return None
+    if len(raw) < len(_MAGIC) + 32 or not raw.startswith(_MAGIC):
+        _warn_corrupt(path, "truncated or not a cache file")
+        return None
+    digest, data = raw[len(_MAGIC):len(_MAGIC) + 32], raw[len(_MAGIC) + 32:]
+    if hashlib.sha256(data).digest() != digest:
+        _warn_corrupt(path, "its checksum does not match")
+        return None
+    try:
+        payload = marshal.loads(data)
+    except (ValueError, EOFError, TypeError) as e:
+        _warn_corrupt(path, f"unreadable: {e}")
+        return None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        _warn_corrupt(path, "another format")
+        return None
+    return payload
+
+
+def _why_key_missed(fn, parts: dict) -> str:
+    try:
+        with open(os.path.join(cache_root(), "index", _code_index(fn)), "rb") as f:
+            old = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return "nothing stored for this code"
+    changed = [k for k in parts if old.get(k) != parts[k]]
+    return f"stored under another key: {', '.join(changed) or 'unknown part'} changed"
+
+
+def load(cf, cache, args, kwargs) -> int:
+    """Entries stored for ``cf``'s code whose key, source files and names
+    still match, added to ``cache`` (checked against this call's objects);
+    their number.  Never raises."""
+    if not enabled() or cf._resume or cf._group is None:
+        return 0
+    fn = cf._fn
+    try:
+        parts = key_parts(fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+    except NotStorable as e:
+        log.debug("not looked up: %s: %s", fn.__qualname__, e)
+        return 0
+    except Exception as e:   # noqa: BLE001
+        log.debug("not looked up: %s: internal error %s: %s", fn.__qualname__, type(e).__name__, e)
+        return 0
+    folder = os.path.join(cache_root(), _key_of(parts))
+    found = _entries_in(folder)
+    if not found:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(fn, parts))
+        return 0
+    n = 0
+    t0 = time.perf_counter()
+    for path, _, _ in sorted(found, key=lambda t: t[2])[-config_mod.config.recompile_limit:]:
+        payload = _read(path)
+        if payload is None:
+            continue
+        try:
+            entry = _decode_entry(cf, cache, payload, path, args, kwargs)
+        except LookupError as e:
+            stats["rejected"] += 1
+            log.debug("not used: %s: %s (%s)", fn.__qualname__, e.args[0] if e.args else e, path)
+            continue
+        except Exception as e:   # noqa: BLE001 - armature's own error: compile instead
+            stats["rejected"] += 1
+            log.debug("not used: %s: internal error %s: %s (%s)", fn.__qualname__, type(e).__name__, e, path)
+            continue
+        cache.add(entry)
+        n += 1
+        stats["loaded"] += 1
+        try:
+            os.utime(path)   # (least recently used eviction)
+        except OSError:
+            pass
+        log.debug("loaded an entry of %s from %s (%.3f s)", fn.__qualname__, path, time.perf_counter() - t0)
+    return n
+
+
+class _GraphAttrs:
+    """The object the loaded graph's ``self`` is: its parameters and buffers."""
+
+
+def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgraphs=()):
+    """The backend's artifact for a loaded graph: the GraphModule is rebuilt
+    from its code (and must print as the stored code: the very graph), and
+    the backend compiles it with example inputs of the stored shapes.  For
+    inductor this is where its own FX-graph and AOTAutograd caches answer
+    (their key: this graph and these inputs), so the cost is theirs."""
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from .. import torch_compat
+    from ..graph.output_graph import STATIC_INPUTS_META
+    metas, nodes = inputs
+    root = torch.nn.Module()
+    for name, t in attrs.items():
+        if isinstance(t, torch.nn.Parameter):
+            root.register_parameter(name, t)
+        else:
+            root.register_buffer(name, t)
+    for name, (sub_nodes, sub_src) in subgraphs:
+        sub = torch.fx.GraphModule(torch.nn.Module(), codec.decode_fx_graph(sub_nodes))
+        if sub.graph.python_code(root_module="self").src != sub_src:
+            raise LookupError(f"the region {name} rebuilt from its nodes differs from the stored one")
+        root.add_module(name, sub)
+    gm = torch.fx.GraphModule(root, codec.decode_fx_graph(nodes), class_name="ArmatureGraph")
+    if gm.graph.python_code(root_module="self").src != src:
+        raise LookupError("the graph rebuilt from its code differs from the stored one")
+    gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
+    example = [torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg)
+               for size, stride, dtype, device, rg in metas]
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    with tracing(TracingContext(fake_mode)), torch_compat.backend_compile_state():
+        compiled = backend(gm, example)
+    if not callable(compiled):
+        raise LookupError(f"backend {backend!r} returned {compiled!r}")
+    return compiled
+
+
+def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
+    from ..guards.build import build_guard_function, read_source
+    from .cache import CacheEntry
+    fn = cf._fn
+    for file, h in payload["files"]:
+        if codec.file_hash(file) != h:
+            raise LookupError(f"source file changed: {file}")
+
+    def read(source):
+        value = read_source(fn, source, args, kwargs)
+        if type(value).__name__ == "_Unreadable":
+            raise LookupError(f"{source} cannot be read for this call ({value!r})")
+        return value
+
+    guards = codec.decode_guards(payload["guards"], read)
+    special = {}
+    graph = payload["graph"]
+    if graph is not None:
+        src, names, attrs, inputs, static_inputs, subgraphs, regions_backend = graph
+        ns = {k: codec.decode(v) for k, v in names}
+        exec(compile(src, f"<armature graph of {fn.__qualname__} loaded from {os.path.basename(path)}>", "exec"), ns)
+        values = {}
+        for name, enc in attrs:
+            value = read(codec.decode_source(enc))
+            if not isinstance(value, torch.Tensor):
+                raise LookupError(f"the graph's attribute {name} is no longer a tensor")
+            values[name] = value
+        if inputs is None:   # eager: the graph's code is what runs
+            holder = _GraphAttrs()
+            for name, value in values.items():
+                setattr(holder, name, value)
+            special["graph"] = types.MethodType(ns["forward"], holder)
+        else:
+            backend = cf._backend
+            if regions_backend:
+                from ..graph import regions
+                backend = regions.backend_for(backend)
+            special["graph"] = _compile_loaded(backend, src, values, inputs, static_inputs, subgraphs)
+    code = codec.decode_code(payload["code"], payload["patches"], special)
+    run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
+    run.__kwdefaults__ = fn.__kwdefaults__
+    guard_fn = build_guard_function(fn, guards)
+    for hint in payload["hints"]:
+        try:
+            if hint[0] == "dims":
+                cache.auto_dims.setdefault(codec.decode_source(hint[1]), set()).update(hint[2])
+            else:
+                cache.dynamic_sources.add(codec.decode_source(hint[1]))
+        except LookupError:
+            pass
+    entry = CacheEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
+                       transformed_code=code, op_count=payload["op_count"], loaded_from=path)
+    from . import explain
+    explain.record(entry)
+    return entry
+
+
+# --- the command line -------------------------------------------------------------
+
+def cli(argv: list[str]) -> int:
+    """``python -m armature cache list|clear [--dir DIR]``."""
+    import shutil
+    cache_dir = None
+    if "--dir" in argv:
+        i = argv.index("--dir")
+        cache_dir = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    root = cache_root(cache_dir)
+    if argv[:1] == ["list"]:
+        files = entries_on_disk(root)
+        for path, size, mtime in sorted(files, key=lambda t: -t[2]):
+            payload = _read(path)
+            what = payload.get("qualname", "?") if payload else "(corrupt)"
+            print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(mtime))}  {size:>9}  {what}  {path}")
+        print(f"{len(files)} entries, {sum(s for _, s, _ in files)} bytes in {root}")
+        return 0
+    if argv[:1] == ["clear"]:
+        n = len(entries_on_disk(root))
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"removed {n} entries from {root}")
+        return 0
+    print("usage: python -m armature cache list|clear [--dir DIR]", file=sys.stderr)
+    return 2

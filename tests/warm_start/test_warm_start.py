@@ -1,0 +1,431 @@
+"""The warm start (runtime/persistent_cache.py), in real processes: a cold
+process compiles and stores, a warm one loads and runs its first call
+without tracing (stats["traces"] counts every trace armature starts), and
+every way an entry may have gone stale makes the warm process compile again
+with the right answer.
+
+Each process gets this test's own cache directory (ARMATURE_CACHE_DIR) and
+ARMATURE_CACHE=1; the model lives in a file the test writes (so a test can
+change its source between processes).  Results are saved with torch.save
+and compared bit for bit with eager and with the cold process.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+import torch
+
+from machine import generous
+
+pytestmark = pytest.mark.armature_only
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+HELPER = '''
+def scale(x):
+    return x * 2
+'''
+
+MODEL = '''
+import torch
+import helper
+
+K = 3
+
+
+def uses_helper(x):
+    return helper.scale(x.sin()) + 1
+
+
+def f(x, y):
+    return torch.relu(x @ y) * K + x.sin()
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return self.norm(torch.relu(self.lin(x))) * self.scale + x
+
+
+def g(x):
+    return (x * 2).cos().sum(0)
+
+
+def with_break(x):
+    y = x.sin()
+    if y.sum() > 0:   # (data-dependent: a graph break)
+        return y.cos() + 1
+    return y - 1
+'''
+
+DRIVER = '''
+import json, os, sys
+import torch
+import armature
+from armature.runtime import persistent_cache
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model
+
+backend = os.environ.get("WS_BACKEND", "eager")
+what = sys.argv[1]
+out = {}
+torch.manual_seed(0)
+if "K" in os.environ:
+    model.K = int(os.environ["K"])
+if what == "basic":
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    out["f"] = armature.compile(model.f, backend=backend)(x, y)
+    out["f_eager"] = model.f(x, y)
+    block = model.Block()
+    xb = torch.randn(2, 8)
+    out["block"] = armature.compile(block, backend=backend)(xb)
+    out["block_eager"] = block(xb)
+elif what == "sizes":
+    cg = armature.compile(model.g, backend=backend)
+    for n in [int(s) for s in os.environ["SIZES"].split(",")]:
+        x = torch.randn(n, 3)
+        out[f"g{n}"] = cg(x)
+        out[f"g{n}_eager"] = model.g(x)
+elif what == "dtypes":
+    cg = armature.compile(model.g, backend=backend)
+    for dt in (torch.float32, torch.float64):
+        x = torch.randn(5, 3, dtype=dt)
+        out[str(dt)] = cg(x)
+        out[str(dt) + "_eager"] = model.g(x)
+elif what == "helper":
+    x = torch.randn(4)
+    out["h"] = armature.compile(model.uses_helper, backend=backend)(x)
+    out["h_eager"] = model.uses_helper(x)
+elif what == "grads":
+    block = model.Block()
+    xb = torch.randn(2, 8, requires_grad=True)
+    out["y"] = armature.compile(block, backend=backend)(xb)
+    out["y"].sum().backward()
+    out["gx"], out["gw"] = xb.grad, block.lin.weight.grad
+    xb.grad = None
+    block.lin.weight.grad = None
+    out["y_eager"] = block(xb)
+    out["y_eager"].sum().backward()
+    out["gx_eager"], out["gw_eager"] = xb.grad, block.lin.weight.grad
+elif what == "break":
+    x = torch.randn(3)
+    out["b"] = armature.compile(model.with_break, backend=backend)(x)
+    out["b_eager"] = model.with_break(x)
+torch.save(out, os.environ["WS_OUT"])
+print("STATS " + json.dumps(persistent_cache.stats))
+'''
+
+
+class Proc:
+    def __init__(self, completed, out):
+        self.completed = completed
+        self.out = out
+        self.stderr = completed.stderr
+        line = [ln for ln in completed.stdout.splitlines() if ln.startswith("STATS ")][-1]
+        self.stats = json.loads(line[len("STATS "):])
+
+
+@pytest.fixture
+def ws(tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    cache = tmp_path / "cache"
+    counter = [0]
+
+    def run(what, *, logs=True, wait=True, **env):
+        counter[0] += 1
+        out = tmp_path / f"out{counter[0]}.pt"
+        e = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=str(cache), WS_OUT=str(out),
+                 PYTHONPATH=os.path.join(ROOT, "src"), PYTHONDONTWRITEBYTECODE="1")
+        if logs:
+            e["ARMATURE_LOGS"] = "cache"
+        e.update({k: str(v) for k, v in env.items()})
+        cmd = [sys.executable, str(tmp_path / "driver.py"), what]
+        if not wait:
+            return subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+        done = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=generous(120))
+        assert done.returncode == 0, done.stderr[-3000:]
+        return Proc(done, torch.load(out))
+
+    run.dir = tmp_path
+    run.cache = cache
+    return run
+
+
+def _same_as_eager(p: Proc):
+    for k, v in p.out.items():
+        if not k.endswith("_eager"):
+            assert torch.equal(v, p.out[k + "_eager"]), k
+
+
+def _entry_files(cache):
+    return sorted(str(p) for p in cache.rglob("*.entry"))
+
+
+def test_warm_process_runs_first_call_without_tracing(ws):
+    cold = ws("basic")
+    _same_as_eager(cold)
+    assert cold.stats["traces"] >= 2 and cold.stats["stored"] == 2, cold.stderr
+    warm = ws("basic")
+    assert warm.stats["traces"] == 0, warm.stderr   # (fails without the cache: 2 traces)
+    assert warm.stats["loaded"] == 2
+    assert "loaded an entry of f" in warm.stderr
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+    _same_as_eager(warm)
+
+
+def test_changed_source_recompiles_with_the_new_code(ws):
+    ws("basic")
+    (ws.dir / "model.py").write_text(MODEL.replace("* K + x.sin()", "* K + x.cos()"))
+    warm = ws("basic")
+    _same_as_eager(warm)   # (an entry loaded for the old source would give x.sin())
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] >= 2, warm.stderr
+    assert "source file changed" in warm.stderr
+
+
+def test_changed_inlined_function_in_another_file_recompiles(ws):
+    cold = ws("helper")
+    assert cold.stats["stored"] == 1
+    (ws.dir / "helper.py").write_text(HELPER.replace("x * 2", "x * 3"))
+    warm = ws("helper")
+    _same_as_eager(warm)   # (the stored entry multiplies by 2)
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] == 1, warm.stderr
+    assert "helper.py" in warm.stderr
+
+
+def test_changed_global_fails_the_loaded_guard(ws):
+    ws("basic")
+    warm = ws("basic", K=5)
+    _same_as_eager(warm)   # (the loaded entry multiplies by 3)
+    assert warm.stats["loaded"] == 2
+    assert warm.stats["traces"] == 1, warm.stderr   # f again; the block's entry is used
+
+
+def test_another_backend_is_a_miss(ws):
+    ws("basic")
+    warm = ws("basic", WS_BACKEND="aot_eager")
+    _same_as_eager(warm)
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] >= 2
+    assert "backend changed" in warm.stderr, warm.stderr
+
+
+def test_another_config_is_a_miss(ws):
+    ws("basic")
+    warm = ws("basic", ARMATURE_RECOMPILE_LIMIT=3)
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] >= 2
+    assert "config changed" in warm.stderr, warm.stderr
+
+
+def test_corrupt_entry_warns_once_and_recompiles(ws):
+    ws("basic")
+    files = _entry_files(ws.cache)
+    assert len(files) == 2
+    for path in files:
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[: len(data) // 2])   # truncated
+    warm = ws("basic", logs=False)
+    _same_as_eager(warm)
+    assert warm.stats["corrupt"] == 2 and warm.stats["traces"] >= 2
+    assert warm.stderr.count("ignoring a corrupt compile cache file") == 2, warm.stderr
+    again = ws("basic")   # the recompiled entries were stored again
+    assert again.stats["traces"] == 0, again.stderr
+
+
+def test_flipped_byte_is_corrupt(ws):
+    ws("sizes", SIZES="4")
+    [path] = _entry_files(ws.cache)
+    data = bytearray(open(path, "rb").read())
+    data[-5] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+    warm = ws("sizes", SIZES="4", logs=False)
+    _same_as_eager(warm)
+    assert warm.stats["corrupt"] == 1 and warm.stats["traces"] == 1
+    assert warm.stderr.count("ignoring a corrupt compile cache file") == 1
+
+
+def test_concurrent_writers_leave_a_valid_cache(ws):
+    procs = [ws("basic", wait=False) for _ in range(3)]
+    for p, _ in procs:
+        _, err = p.communicate(timeout=generous(180))
+        assert p.returncode == 0, err[-3000:]
+    from armature.runtime import persistent_cache
+    files = _entry_files(ws.cache)
+    assert len(files) == 2   # (the same entries, written under the same names)
+    for path in files:
+        assert persistent_cache._read(path) is not None
+    warm = ws("basic")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2
+
+
+def test_dynamic_sizes_load_and_serve_a_new_size(ws):
+    cold = ws("sizes", SIZES="3,4,5")
+    _same_as_eager(cold)
+    assert cold.stats["stored"] == 2, cold.stderr   # static for 3, dynamic from 4
+    warm = ws("sizes", SIZES="7,9")
+    _same_as_eager(warm)
+    assert warm.stats["traces"] == 0, warm.stderr   # the dynamic entry serves 7 and 9
+
+
+def test_dynamic_decision_is_remembered(ws):
+    ws("sizes", SIZES="3,4")
+    warm = ws("sizes", SIZES="3,4")
+    assert warm.stats["traces"] == 0
+
+
+def test_several_entries_of_one_function(ws):
+    cold = ws("dtypes")
+    assert cold.stats["stored"] == 2
+    warm = ws("dtypes")
+    _same_as_eager(warm)
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2
+
+
+@pytest.mark.aot_eager
+def test_aot_eager_entry_loads_with_gradients(ws):
+    cold = ws("grads", WS_BACKEND="aot_eager")
+    assert cold.stats["stored"] == 1, cold.stderr
+    warm = ws("grads", WS_BACKEND="aot_eager")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 1, warm.stderr
+    for k in cold.out:
+        assert torch.allclose(cold.out[k], warm.out[k]), k
+        if not k.endswith("_eager"):
+            assert torch.allclose(warm.out[k], warm.out[k + "_eager"], atol=1e-6), k
+
+
+@pytest.mark.inductor
+def test_inductor_entry_loads(ws):
+    cold = ws("basic", WS_BACKEND="inductor")
+    assert cold.stats["stored"] == 2, cold.stderr
+    warm = ws("basic", WS_BACKEND="inductor")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+
+
+def test_dynamic_sizes_with_a_compiling_backend_are_not_stored(ws):
+    cold = ws("sizes", SIZES="3,4", WS_BACKEND="aot_eager")
+    _same_as_eager(cold)
+    assert cold.stats["stored"] == 1, cold.stderr   # the static entry for 3 only
+    assert "dynamic sizes are stored for eager only" in cold.stderr
+    warm = ws("sizes", SIZES="3,4", WS_BACKEND="aot_eager")
+    _same_as_eager(warm)
+    assert warm.stats["loaded"] == 1 and warm.stats["traces"] == 1
+
+
+def test_frame_with_a_graph_break_is_not_stored_and_stays_right(ws):
+    cold = ws("break")
+    _same_as_eager(cold)
+    assert cold.stats["stored"] == 0
+    assert "not stored: an entry of with_break: the frame has a graph break" in cold.stderr
+    warm = ws("break")
+    _same_as_eager(warm)
+    assert warm.stats["loaded"] == 0 and warm.stats["traces"] >= 1
+
+
+def test_unwritable_directory_turns_the_cache_off_with_one_warning(ws, tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the cache directory should be")
+    p = ws("basic", logs=False, ARMATURE_CACHE_DIR=blocker / "cache")
+    _same_as_eager(p)
+    assert p.stderr.count("the compile cache is off for this process") == 1, p.stderr
+    assert p.stats["stored"] == 0
+
+
+def test_cache_command_lists_and_clears(ws):
+    ws("dtypes")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    listed = subprocess.run([sys.executable, "-m", "armature", "cache", "list", "--dir", str(ws.cache)],
+                            env=env, capture_output=True, text=True, timeout=generous(60))
+    assert listed.returncode == 0 and "2 entries" in listed.stdout and " g " in listed.stdout, listed.stdout
+    cleared = subprocess.run([sys.executable, "-m", "armature", "cache", "clear", "--dir", str(ws.cache)],
+                             env=env, capture_output=True, text=True, timeout=generous(60))
+    assert cleared.returncode == 0 and "removed 2 entries" in cleared.stdout
+    assert _entry_files(ws.cache) == []
+
+
+def test_tests_do_not_use_the_users_cache():
+    """tests/conftest.py: the cache is off in the test processes and its
+    directory is a temporary one."""
+    import armature
+    from armature.runtime import persistent_cache
+    assert armature.config.cache is False
+    assert os.path.expanduser("~/.cache") not in persistent_cache.cache_root()
+    assert persistent_cache.cache_root().startswith(tempfile.gettempdir())
+
+
+def test_reset_clears_memory_only(tmp_path):
+    """In one process: after armature.reset() the next call loads the
+    entry again from disk instead of tracing."""
+    code = textwrap.dedent('''
+        import torch, armature
+        from armature.runtime import persistent_cache as pc
+        def h(x):
+            return x.exp() + 1
+        c = armature.compile(h, backend="eager")
+        x = torch.randn(3)
+        a = c(x)
+        armature.reset()
+        b = c(x)
+        assert torch.equal(a, b)
+        print(pc.stats["traces"], pc.stats["loaded"], pc.stats["stored"])
+    ''')
+    (tmp_path / "r.py").write_text(code)
+    env = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.path.join(ROOT, "src"))
+    done = subprocess.run([sys.executable, str(tmp_path / "r.py")], env=env, capture_output=True, text=True,
+                          timeout=generous(120))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1", "1"]
+
+
+def test_callable_backend_is_not_stored(tmp_path):
+    """A callable backend's behaviour is named by nothing a key holds: its
+    entries are not stored (a registered name of armature's is)."""
+    code = textwrap.dedent('''
+        import torch, armature
+        from armature.runtime import persistent_cache as pc
+        def h(x):
+            return x.exp() + 1
+        c = armature.compile(h, backend=lambda gm, ex: gm.forward)
+        c(torch.randn(3))
+        print(pc.stats["stored"], pc.stats["not_stored"])
+    ''')
+    (tmp_path / "r.py").write_text(code)
+    env = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=str(tmp_path / "cache"),
+               ARMATURE_LOGS="cache", PYTHONPATH=os.path.join(ROOT, "src"))
+    done = subprocess.run([sys.executable, str(tmp_path / "r.py")], env=env, capture_output=True, text=True,
+                          timeout=generous(120))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1"]
+    assert "not a registered backend's name" in done.stderr
+
+
+def test_size_bound_evicts_least_recently_used(tmp_path):
+    """Over cache_size_mb, the files used longest ago go first (a load
+    touches its file), down to 90% of the bound."""
+    import armature
+    from armature.runtime import persistent_cache
+    root = tmp_path / "v1"
+    folder = root / "somekey"
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(3):
+        p = folder / f"e{i}.entry"
+        p.write_bytes(b"x" * 400 * 1024)
+        os.utime(p, (1000 + i, 1000 + i))
+        paths.append(p)
+    os.utime(paths[0], (5000, 5000))   # e0: used most recently
+    with armature.config.patch(cache_size_mb=1):
+        persistent_cache._evict(str(root))
+    assert [p.exists() for p in paths] == [True, False, True]   # (without eviction: all three)
