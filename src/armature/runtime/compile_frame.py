@@ -44,7 +44,7 @@ from ..values.tensors import inference, torch_function
 from ..values.functions.generator_breaks import earlier_break, moved_reason
 from ..values.base import LazyValue
 from ..values.functions.functions import CellValue, RealCellValue
-from . import backend_failures, explain, specialize
+from . import backend_failures, explain, persistent_cache, specialize
 from .backend_failures import BackendCompilerFailed
 from .cache import CacheEntry
 
@@ -136,7 +136,6 @@ def compile_call(fn: types.FunctionType, args, kwargs, backend, fullgraph: bool,
     never reaches the user: the code runs as Python from then on, logged
     under ``ARMATURE_LOGS=fallbacks``; ``fullgraph=True`` raises Unsupported
     naming it; the test suite's strict switch lets it propagate."""
-    from . import persistent_cache
     persistent_cache.stats["traces"] += 1
     try:
         with compiling_state():
@@ -416,12 +415,13 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
                        transformed_code=transformed_code, assumptions=[a.describe() for a in ctx.assumptions], trace_time_s=(t1 - t0) + (time.perf_counter() - t2),
                        backend_time_s=t2 - t1, op_count=graph.op_count, graph_break=brk,
                        side_effects=ctx.effects.describe())
-    from .persist_codec import PersistInfo
-    entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=gm, compiled=called, backend=backend,
-                                attr_sources=dict(graph.attr_sources), input_sources=input_sources,
-                                traced_codes=frozenset(ctx.traced_codes), unstorable=unstorable,
-                                has_setup=bool(ctx.__dict__.get("new_modules")),
-                                regions_backend=compiled is not None and gm is merged and regions_backend is not backend)
+    if persistent_cache.enabled():   # (what storing the entry needs; nothing kept when the cache is off)
+        from .persist_codec import PersistInfo
+        entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=gm, compiled=called, backend=backend,
+                                    attr_sources=dict(graph.attr_sources), input_sources=input_sources,
+                                    traced_files=frozenset(ctx.traced_files), unstorable=unstorable,
+                                    has_setup=bool(ctx.__dict__.get("new_modules")),
+                                    regions_backend=compiled is not None and gm is merged and regions_backend is not backend)
     explain.record(entry)
     return entry
 

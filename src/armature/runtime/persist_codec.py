@@ -59,7 +59,7 @@ class PersistInfo:
     backend: Any
     attr_sources: dict
     input_sources: list
-    traced_codes: frozenset
+    traced_files: frozenset
     unstorable: str | None
     has_setup: bool
     #: the graph has regions and was compiled with regions.backend_for's variant of the backend

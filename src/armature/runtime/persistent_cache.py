@@ -208,8 +208,8 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     if info.has_setup:
         raise NotStorable("the frame makes modules (setup code)")
     files = set()
-    for code in info.traced_codes:
-        origin = codec.origin_of_file(code.co_filename)
+    for filename in info.traced_files:
+        origin = codec.origin_of_file(filename)
         if origin is not None:
             files.add(origin)
     guards = tuple(codec.encode_guard(g) for g in info.guards)

@@ -119,9 +119,10 @@ class TraceContext:
                                  dynamic_output_shapes=self.capture_dynamic_output_shapes,
                                  name_prefix=generated_prefix(fn.__code__))
         self.guards = GuardSet()
-        #: every code object traced or inlined (the persistent cache's key
-        #: covers their source files: runtime/persistent_cache.py)
-        self.traced_codes: set = set()
+        #: the file of every code object traced or inlined (the persistent
+        #: cache's key covers them: runtime/persistent_cache.py); file names,
+        #: not the code objects, whose hash walks their bytecode on every frame
+        self.traced_files: set = set()
         from ..effects import SideEffects
         self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}

@@ -52,7 +52,7 @@ class Frame:
                  locals_: dict[str, Value], cells: dict[str, Value], parent: "Frame | None" = None):
         self.ctx = ctx
         self.code = code
-        ctx.traced_codes.add(code)   # (the warm-start key: runtime/persistent_cache.py)
+        ctx.traced_files.add(code.co_filename)   # (the warm-start key: runtime/persistent_cache.py)
         self.f_globals = f_globals
         self.locals = locals_
         self.cells = cells
