@@ -83,7 +83,7 @@ class Armature:
     def __init__(self):
         import armature
         from armature.backends import lookup_backend
-        from armature.runtime import explain
+        from armature.driver import explain
         self.mod, self.eager, self.explain = armature, lookup_backend("eager"), explain
 
     def reset(self):

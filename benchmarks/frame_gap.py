@@ -64,7 +64,7 @@ def _copy(obj):
 def pytest_configure(config):
     import armature
     import armature.api as api
-    from armature.runtime import compile_frame
+    from armature.driver import compile_frame
 
     global _real_compile
     real_compile = _real_compile = api.compile

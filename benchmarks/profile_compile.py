@@ -101,16 +101,16 @@ OWNERS = (
 # phase name -> (module, qualified attribute): timed with perf_counter wrappers
 # (outermost call only), without cProfile's distortion of small functions
 TIMED = (
-    ("first call: compile_call", "armature.runtime.compile_frame", "compile_call"),
+    ("first call: compile_call", "armature.driver.compile_frame", "compile_call"),
     ("trace: Frame.run (all frames)", "armature.trace.frame", "Frame.run"),
     ("  record ops: OutputGraph.create_node", "armature.graph.output_graph", "OutputGraph.create_node"),
     ("  fake params/buffers: OutputGraph.add_attr", "armature.graph.output_graph", "OutputGraph.add_attr"),
     ("  fake inputs: OutputGraph.add_input", "armature.graph.output_graph", "OutputGraph.add_input"),
     ("  wrap objects: builder.wrap", "armature.values.builder", "wrap"),
-    ("finish: _finish", "armature.runtime.compile_frame", "_finish"),
+    ("finish: _finish", "armature.driver.compile_frame", "_finish"),
     ("  graph.finish (GraphModule)", "armature.graph.output_graph", "OutputGraph.finish"),
     ("  regions.merge", "armature.graph.regions", "merge"),
-    ("  backend call: _compile_graph", "armature.runtime.compile_frame", "_compile_graph"),
+    ("  backend call: _compile_graph", "armature.driver.compile_frame", "_compile_graph"),
     ("  shape guards", "armature.graph.dynamic", "shape_guards"),
     ("  guard function: build_guard_function", "armature.guards.build", "build_guard_function"),
     ("  transformed code: build_transformed", "armature.codegen.transformed", "build_transformed"),
@@ -260,7 +260,7 @@ def report_profile(name: str, prof: cProfile.Profile, total_s: float, top: int) 
     for k, v in sorted(owners.items(), key=lambda kv: -kv[1]):
         print(f"  {k:<34} {v * 1e3:9.1f} ms {100 * v / total_s:5.1f}%")
 
-    from armature.trace import pyversion
+    from armature import pyversion
     handler_ids = {}
     for opname, h in pyversion.HANDLERS.items():
         code = getattr(h, "__code__", None)

@@ -83,7 +83,7 @@ from torch._dynamo.utils import counters as dynamo_counters  # noqa: E402
 
 import armature  # noqa: E402
 from armature.backends import lookup_backend as arm_lookup_backend  # noqa: E402
-from armature.runtime import explain as arm_explain  # noqa: E402
+from armature.driver import explain as arm_explain  # noqa: E402
 from armature.runtime import cache as arm_cache  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Cold and warm first-call times of armature and torch.compile, each start a
-fresh process (the warm start: runtime/persistent_cache.py).
+fresh process (the warm start: driver/persistent_cache.py).
 
 For each model and compiler: a fresh pair of cache directories (armature's
 ARMATURE_CACHE_DIR and inductor's TORCHINDUCTOR_CACHE_DIR, one pair per
@@ -53,7 +53,7 @@ def worker(args) -> None:
     total = time.time() - t_start
     stats = {}
     if args.compiler == "armature":
-        from armature.runtime import persistent_cache
+        from armature.driver import persistent_cache
         stats = dict(persistent_cache.stats)
     print("RESULT " + json.dumps({"first_call_s": first, "to_first_result_s": total, "stats": stats,
                                   "checksum": float(out.double().sum()), "max_err": float((out - ref).abs().max())}))

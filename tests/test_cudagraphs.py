@@ -1,5 +1,5 @@
 """The CUDA-graph boundary without a GPU (backends/cudagraphs.py,
-runtime/cudagraphs.py): the trees' generation advances once per top-level
+backends/cudagraph_step.py): the trees' generation advances once per top-level
 call, static-input metadata reaches the backend and AOTAutograd, and
 ``armature.reset()`` resets the trees.  What needs a GPU (replays, no
 weight copies) is in tests/test_gpu.py."""
@@ -12,7 +12,7 @@ import torch
 
 import armature
 from armature.backends.cudagraphs import annotate_static_inputs, install_step
-from armature.runtime import cudagraphs as runtime_cg
+from armature.backends import cudagraph_step as runtime_cg
 
 from helpers import USING_TORCH
 

@@ -13,7 +13,7 @@ import torch
 
 import armature
 from armature.diagnostics.errors import InternalError
-from armature.trace import pyversion
+from armature import pyversion
 from armature.values.functions import functions as functions_mod
 
 
@@ -67,7 +67,7 @@ def test_internal_tracing_error_is_loud_under_the_strict_switch(broken_binary_op
 
 def test_internal_error_after_tracing_falls_back(monkeypatch, lenient):
     # an error in code generation (after the frame was traced)
-    from armature.runtime import compile_frame
+    from armature.driver import compile_frame
 
     def broken(*a, **k):
         raise AttributeError("codegen bug")
@@ -80,7 +80,7 @@ def test_internal_error_after_tracing_falls_back(monkeypatch, lenient):
 
 
 def test_internal_error_after_tracing_is_loud_under_the_strict_switch(monkeypatch):
-    from armature.runtime import compile_frame
+    from armature.driver import compile_frame
 
     def broken(*a, **k):
         raise AttributeError("codegen bug")

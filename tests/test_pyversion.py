@@ -1,4 +1,4 @@
-"""The version registry (trace/pyversion.py) and the per-version spelling of
+"""The version registry (pyversion.py) and the per-version spelling of
 generated code (codegen/spelling.py), checked on whichever interpreter runs
 the suite (3.11, 3.12 or 3.13: ./dev test, ./dev test --python 3.12,
 ./dev test --python 3.13)."""
@@ -19,7 +19,7 @@ import torch
 import armature
 from armature.codegen.emitter import Emitter
 from armature.codegen.spelling import SPELLING
-from armature.trace import pyversion
+from armature import pyversion
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,8 @@ from .api import CompiledFunction, CompiledModule, cache_entries, compile, reset
 from .exporter import ExportError, export
 from .backends import list_backends, register_backend
 from .diagnostics.errors import ArmatureError, Unsupported
-from .runtime.compile_frame import BackendCompilerFailed
-from .runtime.explain import ExplainOutput, explain
+from .driver.compile_frame import BackendCompilerFailed
+from .driver.explain import ExplainOutput, explain
 from .graph.dynamic import DynamicDimSpecialized
 from .graph.regions import compile_region
 from .runtime.markers import allow_in_graph, disable, disallow_in_graph, dont_skip_tracing, graph_break

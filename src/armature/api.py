@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from . import config as config_mod
-from .codegen.names import FN_ARG
+from .names import FN_ARG
 from .backends import lookup_backend
 from .diagnostics import logs
 from .diagnostics import record as _record
@@ -23,13 +23,13 @@ from .diagnostics.errors import Unsupported
 from .graph.dynamic import DynamicDimSpecialized
 from .guards.build import explain_failure
 from .runtime.cache import CodeCache, new_cache, reset_all
-from .runtime.compile_frame import compile_call
+from .driver.compile_frame import compile_call
 from .runtime.wrappers import TailCall
-from .runtime import cudagraphs as _cudagraphs
+from .backends import cudagraph_step as _cudagraphs
 from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
-from .runtime import shared_code as _shared_code
-from .runtime import persistent_cache as _persistent
+from .driver import shared_code as _shared_code
+from .driver import persistent_cache as _persistent
 
 log_recompiles = logs.artifact("recompiles")
 
@@ -52,12 +52,12 @@ class CompiledFunction:
         self._dynamic = dynamic
         self._self = bound_self
         self._has_self = has_self
-        #: the code's shared caches (user compiles: runtime/shared_code.py),
+        #: the code's shared caches (user compiles: driver/shared_code.py),
         #: or None for a cache of its own (resume functions and the wrappers
         #: of runtime/wrappers.py, shared by their own keys)
         self._group = group
         #: overrides config.module_parameters for this function ("inputs" for
-        #: the callees of a frame run natively: runtime/native_frames.py)
+        #: the callees of a frame run natively: driver/native_frames.py)
         self._module_parameters: str | None = module_parameters
         if group is not None:
             group.add_instance(bound_self if has_self else fn)
@@ -72,7 +72,7 @@ class CompiledFunction:
         self._forced: dict = {}
         #: a call of this function starts a new CUDA-graph step (False for
         #: resume functions and the wrappers residual code calls:
-        #: runtime/cudagraphs.py)
+        #: backends/cudagraph_step.py)
         self._top = True
         functools.update_wrapper(self, fn)
 
@@ -135,7 +135,7 @@ class CompiledFunction:
                 try:
                     return entries[0].run(*args, **fk, **kwargs)
                 except TypeError:
-                    from .runtime.compile_frame import _binds
+                    from .driver.compile_frame import _binds
                     if _binds(f, args, kwargs):
                         raise
                     return f(*args, **kwargs)   # eager's own TypeError for a bad call
@@ -177,7 +177,7 @@ class CompiledFunction:
         """Two or more instances are compiled for this code: from this miss
         on, this function compiles (and looks up) in the code's cache whose
         entries take module parameters as graph inputs, so one entry serves
-        every instance (runtime/shared_code.py).  Entries it made before
+        every instance (driver/shared_code.py).  Entries it made before
         stay valid but are no longer consulted."""
         self._module_parameters = "inputs"
         self._cache = self._group.cache("inputs")
@@ -216,7 +216,7 @@ class CompiledFunction:
                 return _RUN_EAGER
         if not cache.disk_tried and st is _stance.DEFAULT and self._group is not None:
             # the first miss of a code a user compiled: entries an earlier
-            # process stored (runtime/persistent_cache.py), checked on this call
+            # process stored (driver/persistent_cache.py), checked on this call
             cache.disk_tried = True
             if _persistent.enabled() and _persistent.load(self, cache, args, kwargs):
                 entry = _entry_for(cache.entries, args, self._fn_arg, kwargs)
@@ -300,7 +300,7 @@ class CompiledModule(torch.nn.Module):
         d["_armature_module_parameters"] = None
         # the caches shared with every module of this class compiled with
         # these settings; registering the instance now, before any call,
-        # lets the first compile know it is shared (runtime/shared_code.py)
+        # lets the first compile know it is shared (driver/shared_code.py)
         self._armature_group()
         from .runtime.distributed import kind_of, runner_for
         d["_armature_distributed"] = runner_for(backend, fullgraph, dynamic) if kind_of(mod) else None

@@ -38,7 +38,7 @@ class Config:
     #:   the graph.  Each module instance gets its own cache entry -- except
     #:   where two or more instances are compiled separately for one code
     #:   (the per-block recipe): their shared cache takes parameters as
-    #:   inputs (runtime/shared_code.py).
+    #:   inputs (driver/shared_code.py).
     #: "inputs" -- modules are guarded by type only and parameters/buffers are
     #:   graph inputs, so one compiled graph serves every instance of a class
     #:   (e.g. one function called with many layers of the same kind).
@@ -102,10 +102,10 @@ class Config:
     #: are compiled as frames of their own, as torch.compile does (its graph
     #: count, no graphs per iteration); "split" -- the frame is split there
     #: and the loop body's parts compile as resume functions (more, smaller
-    #: graphs, reused every iteration).  runtime/native_frames.py
+    #: graphs, reused every iteration).  driver/native_frames.py
     loop_breaks: str = "native"
 
-    #: the persistent compile cache (the warm start: runtime/persistent_cache.py):
+    #: the persistent compile cache (the warm start: driver/persistent_cache.py):
     #: entries compiled in one process are stored in ``cache_dir`` and loaded
     #: by later processes, whose first call then runs without tracing.
     #: ARMATURE_CACHE=1 turns it on.

@@ -6,7 +6,7 @@ as an oracle) depends on, the difference is named here, once, as a fact about
 the running torch, and the code asks for the fact instead of comparing
 version strings itself (``torch.__version__ < "2.15"`` is a string compare:
 it would call 2.9 newer than 2.15).  Its Python counterpart is
-``trace/pyversion.py``.
+``pyversion.py``.
 """
 from __future__ import annotations
 

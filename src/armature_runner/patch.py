@@ -49,7 +49,8 @@ import torch
 from armature import api
 from armature.backends import BackendError, list_backends, lookup_backend
 from armature.diagnostics import record
-from armature.runtime import explain as explain_mod, markers, marks, stance
+from armature.driver import explain as explain_mod
+from armature.runtime import markers, marks, stance
 
 _reported: set = set()
 

@@ -6,7 +6,7 @@ has an output of known size, so the trace keeps it; aot_autograd's joint
 graph then meets the backward's ``nonzero`` (the gradient indexed by the
 mask), a data-dependent size inside the op.  It failed in the backend and
 the error reached the user; now the backend meets an unbacked size there
-(runtime/backend_failures.py), so it stays one graph, with eager's values
+(driver/backend_failures.py), so it stays one graph, with eager's values
 and gradients.  Any other failure of armature's own backends, and the
 fake-tensor limits of any backend, make the frame run as Python with a
 warning (``fullgraph=True``: armature.Unsupported); a user's own backend

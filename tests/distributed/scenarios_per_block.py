@@ -1,4 +1,4 @@
-"""The per-block recipe under distributed training (runtime/shared_code.py):
+"""The per-block recipe under distributed training (driver/shared_code.py):
 every block of a 4-block GPT compiled on its own, then FSDP2 (fully_shard
 on each compiled block and on the root: torchtitan's recipe), FSDP1
 (use_orig_params=True, each wrapped block compiled), or DDP over the model.

@@ -7,7 +7,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import is_concrete_int, statically_known_true
 
 import armature
-from armature.runtime.specialize import SpecializingGraph
+from armature.driver.specialize import SpecializingGraph
 
 from .util import compiles, same
 
@@ -215,7 +215,7 @@ def test_failing_specialized_compile_runs_the_generic_graph():
 def test_specializations_across_a_graph_break_and_in_modules():
     """Each graph of the split frame (the module's forward, its resume
     function) has its own specializations of the marked size."""
-    from armature.runtime.explain import recording
+    from armature.driver.explain import recording
 
     class M(torch.nn.Module):
         def __init__(self):

@@ -2203,7 +2203,7 @@ def f(x):
 
 @pytest.mark.parametrize("name", ["___f", "___stack0", "___tmp1"])
 def test_locals_named_like_armature_internals(name):
-    # armature's generated names never meet the user's (codegen/names.py;
+    # armature's generated names never meet the user's (names.py;
     # more cases in test_generated_names.py): the frame compiles, split at
     # the print like the same function spelled ordinarily under torch.compile
     # (which itself fails on a local named ___stack0)

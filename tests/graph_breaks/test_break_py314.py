@@ -236,7 +236,7 @@ def test_generated_code_never_loads_with_load_fast_borrow(monkeypatch):
 
 @only_314
 def test_the_handlers_of_this_version_are_registered():
-    from armature.trace import pyversion
+    from armature import pyversion
     for name in ("LOAD_SMALL_INT", "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
                  "LOAD_COMMON_CONSTANT", "LOAD_SPECIAL", "POP_ITER", "NOT_TAKEN",
                  "BUILD_TEMPLATE", "BUILD_INTERPOLATION"):

@@ -1,4 +1,4 @@
-"""User names spelled like armature's generated names (codegen/names.py).
+"""User names spelled like armature's generated names (names.py).
 
 armature's generated code (transformed functions, resume functions, guard
 functions) has variables of its own beside the user's: the hidden function

@@ -4,7 +4,7 @@ torch.compile (2.13) does not split a frame inside a loop: by its rule (a
 jump after the break, before the first return, leads back) it gives up the
 frame ("graph break in a for/while loop"), runs it as Python and compiles
 the functions the frame calls as frames of their own.  armature does the
-same by default (``config.loop_breaks="native"``, runtime/native_frames.py):
+same by default (``config.loop_breaks="native"``, driver/native_frames.py):
 the same graph count as torch.compile on every shape below -- break at the
 start, middle or end of the body, over ranges, lists and tensors, ``while``
 with a counter, nested loops, ``break``/``continue``, breaks in callees

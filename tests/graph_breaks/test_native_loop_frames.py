@@ -1,4 +1,4 @@
-"""A graph break inside a loop over modules (runtime/native_frames.py): the
+"""A graph break inside a loop over modules (driver/native_frames.py): the
 looping frame runs as Python with its calls routed to compiled callees, one
 graph serving every layer of a class, as torch.compile does (LayerDrop in
 Whisper's and BART's layer loops)."""

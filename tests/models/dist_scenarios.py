@@ -12,7 +12,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import armature
-from armature.runtime.explain import recording
+from armature.driver.explain import recording
 from scenarios import Counter, max_diff, rank, reset, scenario, world
 
 import libsets  # noqa: E402

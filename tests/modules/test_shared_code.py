@@ -1,4 +1,4 @@
-"""Separately compiled instances share compiled code (runtime/shared_code.py).
+"""Separately compiled instances share compiled code (driver/shared_code.py).
 
 ``armature.compile(m1)`` and ``armature.compile(m2)`` for two modules of one
 class, and ``armature.compile(fn)`` twice, use one cache per code and

@@ -248,7 +248,7 @@ def locals_each_iteration(x):
 
 def named_like_generated(x):
     # user locals spelled like the generated names: the resume function's own
-    # get a longer prefix (codegen/names.py), locals() shows the user's
+    # get a longer prefix (names.py), locals() shows the user's
     ___f_locals = 1
     ___local0 = 2
     ___cell_v = 3

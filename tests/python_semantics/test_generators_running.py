@@ -7,7 +7,7 @@
   iterator's ``throw`` calls the outer generator's ``throw``): 3.11 and 3.12
   hand it to the iterator again (``_PyGen_yf`` reads the paused
   instruction); 3.13+ raise "generator already executing"
-  (trace/pyversion.py ``REENTRANT_YIELD_FROM_THROW``).
+  (pyversion.py ``REENTRANT_YIELD_FROM_THROW``).
 
 Compiled vs eager, fullgraph, one graph."""
 import sys

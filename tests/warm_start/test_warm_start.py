@@ -1,4 +1,4 @@
-"""The warm start (runtime/persistent_cache.py), in real processes: a cold
+"""The warm start (driver/persistent_cache.py), in real processes: a cold
 process compiles and stores, a warm one loads and runs its first call
 without tracing (stats["traces"] counts every trace armature starts), and
 every way an entry may have gone stale makes the warm process compile again
@@ -71,7 +71,7 @@ DRIVER = '''
 import json, os, sys
 import torch
 import armature
-from armature.runtime import persistent_cache
+from armature.driver import persistent_cache
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model
 
@@ -259,7 +259,7 @@ def test_concurrent_writers_leave_a_valid_cache(ws):
     for p, _ in procs:
         _, err = p.communicate(timeout=generous(180))
         assert p.returncode == 0, err[-3000:]
-    from armature.runtime import persistent_cache
+    from armature.driver import persistent_cache
     files = _entry_files(ws.cache)
     assert len(files) == 2   # (the same entries, written under the same names)
     for path in files:
@@ -358,7 +358,7 @@ def test_tests_do_not_use_the_users_cache():
     """tests/conftest.py: the cache is off in the test processes and its
     directory is a temporary one."""
     import armature
-    from armature.runtime import persistent_cache
+    from armature.driver import persistent_cache
     assert armature.config.cache is False
     assert os.path.expanduser("~/.cache") not in persistent_cache.cache_root()
     assert persistent_cache.cache_root().startswith(tempfile.gettempdir())
@@ -369,7 +369,7 @@ def test_reset_clears_memory_only(tmp_path):
     entry again from disk instead of tracing."""
     code = textwrap.dedent('''
         import torch, armature
-        from armature.runtime import persistent_cache as pc
+        from armature.driver import persistent_cache as pc
         def h(x):
             return x.exp() + 1
         c = armature.compile(h, backend="eager")
@@ -394,7 +394,7 @@ def test_callable_backend_is_not_stored(tmp_path):
     entries are not stored (a registered name of armature's is)."""
     code = textwrap.dedent('''
         import torch, armature
-        from armature.runtime import persistent_cache as pc
+        from armature.driver import persistent_cache as pc
         def h(x):
             return x.exp() + 1
         c = armature.compile(h, backend=lambda gm, ex: gm.forward)
@@ -415,7 +415,7 @@ def test_size_bound_evicts_least_recently_used(tmp_path):
     """Over cache_size_mb, the files used longest ago go first (a load
     touches its file), down to 90% of the bound."""
     import armature
-    from armature.runtime import persistent_cache
+    from armature.driver import persistent_cache
     root = tmp_path / "v1"
     folder = root / "somekey"
     folder.mkdir(parents=True)

@@ -9,7 +9,7 @@ backends are allowed to be touched:
   ``torch._dynamo.mutation_guard.GenerationTracker.generation`` moved, which
   ``torch.compile`` does once per call of a compiled function.  A backend
   that compiled a graph using CUDA graphs calls :func:`install_step`; the
-  runtime (runtime/cudagraphs.py) then advances the counter once per
+  runtime (backends/cudagraph_step.py) then advances the counter once per
   top-level call.  ``torch.compiler.cudagraph_mark_step_begin()`` (or
   :func:`cudagraph_mark_step_begin`) overrides the counter as under
   torch.compile: the trees read the mark-step counter first.
@@ -40,7 +40,7 @@ import torch
 
 from ..diagnostics import logs
 from ..graph.output_graph import STATIC_INPUTS_META
-from ..runtime import cudagraphs as _runtime
+from . import cudagraph_step as _runtime
 
 __all__ = ["annotate_static_inputs", "compile_with_static_inputs", "cudagraph_mark_step_begin", "install_step",
            "uses_cudagraphs"]

@@ -237,7 +237,7 @@ def seed_dynamism(resume, stack: list, locals_: dict) -> None:
     from ..values.containers.containers import TupleValue
     from ..values.tensors.symbolic import SymbolicNumberValue
     from ..values.tensors.tensor import TensorValue
-    from .names import generated_prefix, stack_arg
+    from ..names import generated_prefix, stack_arg
     prefix = generated_prefix(resume._fn.__code__)
     named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
     named += list(locals_.items())
@@ -264,7 +264,7 @@ def note_fresh_modules(resume, stack: list, locals_: dict, new_module_slot: int 
     identity (values/nn/modules.note_fresh_modules); so is the module the
     native instruction builds (``new_module_slot``: its slot)."""
     from ..values.nn.modules import note_fresh_modules as note
-    from .names import generated_prefix, stack_arg
+    from ..names import generated_prefix, stack_arg
     prefix = generated_prefix(resume._fn.__code__)
     named = [(stack_arg(prefix, i), v) for i, v in enumerate(stack) if v is not NULL]
     new = [stack_arg(prefix, new_module_slot)] if new_module_slot is not None else []
@@ -322,7 +322,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
         stack[pos] = _compiled_callee(frame, stack[pos], backend)
 
     # (a resume function's own ___stack arguments only fed its prologue)
-    from .names import cell_arg, generated_prefix, is_resume_arg
+    from ..names import cell_arg, generated_prefix, is_resume_arg
     from .resume import handed_over_name, local_key, origin_of, user_local_name
     base_code, to_orig = origin_of(code)
     looks_at_itself = _looks_at_itself(base_code)

@@ -18,7 +18,7 @@ from bytecode import Instr
 
 from ..diagnostics.errors import Unsupported
 from ..values.base import Value
-from .names import GRAPH_OUT, temp_name
+from ..names import GRAPH_OUT, temp_name
 from .spelling import SPELLING
 
 _UNSET = object()

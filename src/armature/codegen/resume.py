@@ -11,7 +11,7 @@ break keep sharing them.  Resume functions are cached by (code, offset,
 layout) and compiled like any function on their first call.
 
 The saved stack and cell arguments are named with the code's generated
-prefix (``___stack0``, ``___cell_x``: codegen/names.py), which none of the
+prefix (``___stack0``, ``___cell_x``: names.py), which none of the
 code's own locals starts with.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import types
 from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 
 from ..trace.frame import instructions_of
-from .names import cell_arg, generated_prefix, stack_arg
+from ..names import cell_arg, generated_prefix, stack_arg
 from .spelling import SPELLING
 from . import zero_arg_super
 

@@ -1,7 +1,7 @@
 """Rewrite a code object so that its calls go through a router.
 
 A frame that armature runs natively instead of splitting (a graph break
-inside a loop over modules, runtime/native_frames.py) still wants the user
+inside a loop over modules, driver/native_frames.py) still wants the user
 code it calls compiled, the way torch.compile compiles the frames a skipped
 frame calls.  armature has no frame hook, so the native frame's own bytecode
 is rewritten: each call site ``f(a, b, k=c)`` becomes ``router(f, (a, b, c),
@@ -29,7 +29,7 @@ import types
 
 from bytecode import Bytecode, Instr, Label
 
-from ..trace.pyversion import VERSION
+from ..pyversion import VERSION
 from .spelling import SPELLING
 
 #: callables that inspect the frame that calls them: never routed

@@ -11,7 +11,7 @@ version's spelling and go through ``Emitter.native`` untouched.
 
 Adding a version: subclass the nearest ``Spelling`` and override what
 changed, add it to ``_BY_VERSION``; its opcode handlers go in
-``trace/ops`` with a version range (``trace/pyversion.py``).
+``trace/ops`` with a version range (``pyversion.py``).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from bytecode import BinaryOp, Compare, Instr
 
-from ..trace.pyversion import VERSION
+from ..pyversion import VERSION
 
 
 class Spelling311:

@@ -1,7 +1,7 @@
 """Build the transformed function of a cache entry.
 
 It has the original function's signature followed by the hidden keyword-only
-``FN_ARG`` (codegen/names.py: the called function object, closures and
+``FN_ARG`` (names.py: the called function object, closures and
 defaults are read from it), and
 does only this: load the graph inputs from their sources, call the compiled
 graph once, rebuild the return value, return.
@@ -16,7 +16,7 @@ from bytecode import Bytecode, CompilerFlags, Instr
 
 from ..guards.sources import Source
 from .emitter import Emitter
-from .names import FN_ARG, GRAPH_OUT
+from ..names import FN_ARG, GRAPH_OUT
 
 
 def _arg_names(code: types.CodeType) -> list[str]:

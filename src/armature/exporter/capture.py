@@ -90,7 +90,7 @@ def capture(obj, args: tuple, kwargs: dict, dynamic_shapes) -> Capture:
                 names.setdefault(id(m), name)
     call_args = (*lead, *args)
     policy = DynamicPolicy(mode=None, auto_ints=specs.int_sources())
-    from ..runtime.compile_frame import _root_frame
+    from ..driver.compile_frame import _root_frame
     with dims.marked(specs), config_mod.patch(module_parameters="attributes"), compiling_state():
         ctx = TraceContext(fn, config_mod.config, fullgraph=True)
         ctx.policy = policy

@@ -33,7 +33,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from ..codegen.names import FN_ARG
+from ..names import FN_ARG
 from ..codegen.transformed import build_transformed
 from ..graph.dynamic import SizeSource
 from ..values.tensors.symbolic import ScalarTensorSource

@@ -99,7 +99,7 @@ class SourceNames:
     names symbols by.  Constants the expressions need get names of their
     own (``___sc0``...), carried by the guards built from that text: they
     start with ``prefix``, which no local of the traced code starts with
-    (codegen/names.py)."""
+    (names.py)."""
 
     def __init__(self, prefix: str):
         self.prefix = prefix

@@ -59,7 +59,7 @@ class OutputGraph:
         self.graph = torch.fx.Graph()
         self.inputs: list[GraphInput] = []
         self.attrs: dict[str, torch.Tensor] = {}
-        #: where each get_attr tensor came from (a loaded entry rebinds it: runtime/persistent_cache.py)
+        #: where each get_attr tensor came from (a loaded entry rebinds it: driver/persistent_cache.py)
         self.attr_sources: dict[str, Source] = {}
         self._last_placeholder: torch.fx.Node | None = None
         #: node names taken ("self" is the GraphModule's own forward parameter: an
@@ -79,7 +79,7 @@ class OutputGraph:
         self.symbolic_inputs: list[tuple[Any, Any]] = []
         self.symbolic_contexts: list = []     # (their symbolic contexts: mark_dynamic constraints)
         #: tensor placeholder -> its symbolic context (dynamic tensors only;
-        #: runtime/specialize.py reads the ``specialize_on`` predicates)
+        #: driver/specialize.py reads the ``specialize_on`` predicates)
         self.input_contexts: dict[torch.fx.Node, Any] = {}
         #: ShapeEnv symbol -> its SymInt placeholder
         self.symbol_nodes: dict[Any, torch.fx.Node] = {}

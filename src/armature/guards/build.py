@@ -3,7 +3,7 @@
 The function has the original function's signature (so CPython binds the
 arguments, defaults included), followed by the hidden keyword-only
 ``___f`` (the called function object: renamed ``FN_ARG`` once compiled,
-codegen/names.py), and is named like the original so a wrong call reports
+names.py), and is named like the original so a wrong call reports
 ``f() takes 2 positional arguments`` exactly as eager does.  Every object
 it compares against is a closure constant; expressions are ordered cheapest
 first, and the whole conjunction sits in a zero-cost ``try`` so a source
@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..codegen.names import FN_ARG, generated_prefix, guard_fn_name
+from ..names import FN_ARG, generated_prefix, guard_fn_name
 from .guard import Guard, Kind
 
 
@@ -25,7 +25,7 @@ class _Pool:
     """Constants of the guard function, and common-subexpression hoisting:
     a source read by several guards is bound with ``:=`` at its first use
     (guards run left to right) and read from that local afterwards.
-    Its names start with ``prefix`` (codegen/names.py), which no parameter
+    Its names start with ``prefix`` (names.py), which no parameter
     of the guarded function starts with."""
 
     def __init__(self, prefix: str, shared: set | None = None):

@@ -5,7 +5,7 @@ A Source can (a) name the value in generated guard code (:meth:`expr`),
 and (c) print itself for users (``str``: ``x``, ``self.linear.weight``).
 
 Guard code and transformed functions both receive the called function object
-as a hidden keyword argument (codegen/names.py ``FN_ARG``; guard source
+as a hidden keyword argument (names.py ``FN_ARG``; guard source
 spells it ``___f``) so that closure cells and defaults of *that* function
 (not the one traced first) are read.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..codegen.names import FN_ARG, guard_fn_name
+from ..names import FN_ARG, guard_fn_name
 
 
 class ConstPool(Protocol):
-    #: prefix of the pool's own names (codegen/names.py generated_prefix)
+    #: prefix of the pool's own names (names.py generated_prefix)
     prefix: str
 
     def const(self, obj: Any) -> str: ...

@@ -1,6 +1,6 @@
 """Cache entries and the per-code caches that hold them (shared by every
 callable compiled for one code with one set of settings:
-runtime/shared_code.py)."""
+driver/shared_code.py)."""
 from __future__ import annotations
 
 import threading
@@ -49,7 +49,7 @@ class CacheEntry:
         """The graph's specializations (``mark_dynamic(..., specialize_on=)``),
         compiled or not yet: each a runtime.specialize.Specialization.  They
         are part of this entry, not entries of their own."""
-        from .specialize import SpecializingGraph
+        from ..driver.specialize import SpecializingGraph
         if isinstance(self.compiled_graph, SpecializingGraph):
             return list(self.compiled_graph.specializations)
         return []
@@ -62,14 +62,14 @@ class CodeCache:
 
     code: types.CodeType
     entries: list[CacheEntry] = field(default_factory=list)
-    #: what messages call the code (a shared cache: runtime/shared_code.py);
+    #: what messages call the code (a shared cache: driver/shared_code.py);
     #: None: the compiled function's own name
     label: str | None = None
     recompiles: int = 0
     #: calls made through CompiledFunction.__call__ (the run report's "calls")
     calls: int = 0
     limit_hit: bool = False
-    #: the persistent cache was consulted for this code (runtime/persistent_cache.py)
+    #: the persistent cache was consulted for this code (driver/persistent_cache.py)
     disk_tried: bool = False
     recompile_reasons: list[str] = field(default_factory=list)
     #: sources of Python numbers that changed between calls: later traces

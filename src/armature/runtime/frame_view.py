@@ -16,7 +16,7 @@ variable by its contents.
 CPython 3.11 returns the frame's one locals dict, updated on every call
 (bound names set, unbound ones removed, other keys kept); 3.13 returns a
 new snapshot in a function (PEP 667).  For 3.11 the dict survives a graph
-break as the resume function's argument ``<prefix>f_locals`` (codegen/names.py's generated prefix; the trace keeps it
+break as the resume function's argument ``<prefix>f_locals`` (names.py's generated prefix; the trace keeps it
 in the frame's locals under that name, values/functions/frame_locals.py); a resume
 function that makes its first one natively keeps it in its real frame's
 locals dict, which CPython never clears of names that are not variables.
@@ -35,7 +35,7 @@ import inspect
 import sys
 import types
 
-from ..trace.pyversion import NAMESPACE_KEYWORDS, VERSION
+from ..pyversion import NAMESPACE_KEYWORDS, VERSION
 
 #: 3.13+ (PEP 667): locals() in a function is a new snapshot on every call
 SNAPSHOT = VERSION >= (3, 13)
@@ -67,7 +67,7 @@ def update_persistent(d: dict, names: list[str], bound: dict) -> dict:
 
 def _user_items(frame, base: types.CodeType) -> dict:
     """The user's bound variables of a resume function's frame, in order."""
-    from ..codegen.names import cell_arg, generated_prefix
+    from ..names import cell_arg, generated_prefix
     from ..codegen.resume import local_key
     prefix = generated_prefix(base)
     raw = frame.f_locals
@@ -87,7 +87,7 @@ def _user_items(frame, base: types.CodeType) -> dict:
     return out
 
 
-#: a rewrite of a resume function's code (runtime/native_frames.py routes
+#: a rewrite of a resume function's code (driver/native_frames.py routes
 #: its calls) -> that code: the same user's frame
 _SAME_FRAME: dict[types.CodeType, types.CodeType] = {}
 
@@ -110,7 +110,7 @@ def view_of(frame) -> dict:
     bound = _user_items(frame, base)
     if SNAPSHOT:
         return bound
-    from ..codegen.names import generated_prefix
+    from ..names import generated_prefix
     from ..codegen.resume import handed_over_name
     raw = frame.f_locals
     d = raw.get(handed_over_name(base))

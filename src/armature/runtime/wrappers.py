@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from ..codegen.names import FN_ARG
+from ..names import FN_ARG
 
 
 class TailCall:
@@ -34,7 +34,7 @@ def resume_function_for(fn, code, offset, slots, local_names, cell_names, backen
                         module_parameters=None):
     """The compiled resume function of ``code`` at ``offset``; it keeps the
     caller's dynamic-shapes policy (``dynamic``) and its module-parameters
-    override (``module_parameters``: runtime/native_frames.py)."""
+    override (``module_parameters``: driver/native_frames.py)."""
     from ..api import CompiledFunction
     from ..codegen.resume import build_resume_code
     key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__), dynamic, module_parameters)
@@ -84,7 +84,7 @@ class NestedCompiled:
     def _compile_miss(self, fn, args, kwargs):
         """The entry to run this call with, or None to run ``fn`` itself."""
         from . import stance
-        from .compile_frame import compile_call
+        from ..driver.compile_frame import compile_call
         for entry in list(self._cache.entries):   # added by another thread while this one waited
             try:
                 if entry.guard(*args, **{FN_ARG: fn}, **kwargs):
@@ -140,6 +140,7 @@ def reset() -> None:
     _RESUME.clear()
     _WRAPPERS.clear()
     _NESTED.clear()
-    from . import distributed, native_frames
+    from . import distributed
+    from ..driver import native_frames
     native_frames.reset()
     distributed.reset()

@@ -110,17 +110,17 @@ class TraceContext:
         self.fn = fn
         self.config = config
         self.fullgraph = fullgraph
-        #: config.module_parameters forced for this function (runtime/native_frames.py)
+        #: config.module_parameters forced for this function (driver/native_frames.py)
         self.module_parameters_override: str | None = None
         #: config.patch regions entered by the trace: what leaving them restores
         self._config_patches: list[dict] = []
-        from ..codegen.names import generated_prefix
+        from ..names import generated_prefix
         self.graph = OutputGraph(scalar_outputs=self.capture_scalars,
                                  dynamic_output_shapes=self.capture_dynamic_output_shapes,
                                  name_prefix=generated_prefix(fn.__code__))
         self.guards = GuardSet()
         #: the file of every code object traced or inlined (the persistent
-        #: cache's key covers them: runtime/persistent_cache.py); file names,
+        #: cache's key covers them: driver/persistent_cache.py); file names,
         #: not the code objects, whose hash walks their bytecode on every frame
         self.traced_files: set = set()
         from ..effects import SideEffects

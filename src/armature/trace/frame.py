@@ -13,7 +13,7 @@ import types
 from ..diagnostics.errors import (InternalError, Unsupported, UserException, UserLocation, data_dependent,
                                   internal_error, user_error)
 from ..values.base import LazyValue, Value
-from . import pyversion
+from .. import pyversion
 from .context import TraceContext
 
 
@@ -52,7 +52,7 @@ class Frame:
                  locals_: dict[str, Value], cells: dict[str, Value], parent: "Frame | None" = None):
         self.ctx = ctx
         self.code = code
-        ctx.traced_files.add(code.co_filename)   # (the warm-start key: runtime/persistent_cache.py)
+        ctx.traced_files.add(code.co_filename)   # (the warm-start key: driver/persistent_cache.py)
         self.f_globals = f_globals
         self.locals = locals_
         self.cells = cells

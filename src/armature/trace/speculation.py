@@ -267,7 +267,7 @@ class CheckedGraph:
 
 def speculating_run(run):
     """The entry's run: a missed assumption reruns the function as Python."""
-    from ..codegen.names import FN_ARG
+    from ..names import FN_ARG
 
     def run_or_rerun(*args, **kwargs):
         try:

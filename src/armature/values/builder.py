@@ -404,7 +404,7 @@ def _crossed_a_break(ctx, t: type, source) -> bool:
     helper): data, which changes from call to call.  It is symbolic from the
     first compile (a 0-d graph input where it meets a tensor) instead of a
     constant that would recompile on every new value."""
-    from ..codegen.names import generated_prefix, stack_arg
+    from ..names import generated_prefix, stack_arg
     return t is float and isinstance(source, LocalSource) \
         and source.name.startswith(stack_arg(generated_prefix(ctx.fn.__code__), ""))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported, user_error
 from ...values.constant import ConstantValue
 from ...values.containers.containers import DictValue, ListValue, SetValue, SliceValue, TupleValue, _key
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 
 @opcode("BUILD_TUPLE")

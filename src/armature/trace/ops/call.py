@@ -13,7 +13,7 @@ from ...values.base import NULL
 from ...values.constant import ConstantValue
 from ...values.containers.containers import DictValue, TupleValue
 from ...values.functions.functions import NestedFunctionValue
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 
 @opcode("PUSH_NULL")

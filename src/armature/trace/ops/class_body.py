@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, user_error
 from ...values.base import Value
-from ..pyversion import opcode
+from ...pyversion import opcode
 from .load_store import load_deref, load_global_value
 
 _BODY_DECORATORS = {"staticmethod": staticmethod, "classmethod": classmethod, "property": property}

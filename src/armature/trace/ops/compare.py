@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...values.constant import BINARY_OPS, COMPARE_OPS, UNARY_OPS, ConstantValue
 from ...values.operations.operators import binary_op, compare_op, contains, is_same, unary_op
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 
 @opcode("BINARY_OP", until=(3, 13))   # 3.14: ops/py314.py (subscripts too)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported
 from ...values.constant import ConstantValue
 from ...values.containers.containers import IteratorValue
-from ..pyversion import opcode
+from ...pyversion import opcode
 from ..speculation import branch_truth
 
 

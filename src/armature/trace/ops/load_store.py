@@ -21,8 +21,8 @@ from ...values.builder import wrap
 from ...values.constant import ConstantValue
 from ...values.functions.functions import CellValue, RealCellValue
 from ...values.operations.operators import getitem
-from .. import pyversion
-from ..pyversion import opcode
+from ... import pyversion
+from ...pyversion import opcode
 
 
 def _has_rule(obj) -> bool:

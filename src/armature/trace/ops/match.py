@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported
 from ...values.constant import ConstantValue
 from ...values.containers.containers import DictValue, TupleValue, _key
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 from ...diagnostics.errors import UserException, user_error
 

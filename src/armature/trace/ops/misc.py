@@ -1,7 +1,7 @@
 """Stack shuffling: POP_TOP, COPY, SWAP."""
 from __future__ import annotations
 
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 
 @opcode("POP_TOP")

@@ -30,7 +30,7 @@ from ...values.base import NULL, Value
 from ...values.builder import wrap
 from ...values.constant import BINARY_OPS, ConstantValue
 from ...values.operations.operators import binary_op, getitem
-from ..pyversion import opcode
+from ...pyversion import opcode
 from .call import _call_ex, _pop_callee_313
 from .load_store import load_fast_313, load_fast_load_fast
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...values.constant import ConstantValue
 from ...values.functions.exceptions import ExcInfoSlot, ExceptionValue
-from ..pyversion import opcode
+from ...pyversion import opcode
 
 
 @opcode("BEFORE_WITH", until=(3, 13))   # 3.14: LOAD_SPECIAL (ops/py314.py)

@@ -3,7 +3,7 @@ user's local variables bound at the call, as a dict made in the frame.
 
 The names and values are those of the frame as the user wrote it: in a
 resume function (codegen/resume.py) the original code's variables, never
-the generated ``<prefix>stack*``/``<prefix>cell_*``/``<prefix>local*`` ones (codegen/names.py) (a closure
+the generated ``<prefix>stack*``/``<prefix>cell_*``/``<prefix>local*`` ones (names.py) (a closure
 variable by its cell's contents, a pytest ``@py_assert1`` by its own name);
 in an inlined callee the callee's; in a 3.13 inlined comprehension the
 enclosing function's and the comprehension's variable, as CPython shows
@@ -84,7 +84,7 @@ def _handed_over(tx, lazy: LazyValue) -> Value:
 def bound_variables(tx) -> tuple[list[str], dict[str, Value]]:
     """(the user's variable names in CPython's order, {name: Value} of the
     bound ones) of the symbolic frame ``tx``."""
-    from ...codegen.names import cell_arg, generated_prefix
+    from ...names import cell_arg, generated_prefix
     from ...codegen.resume import local_key, origin_of
     base, translation = origin_of(tx.code)
     prefix = generated_prefix(base)

@@ -17,7 +17,7 @@ with the frame in eager's order), and the code around them is compiled.
 
 ``GeneratorAcrossBreak`` is what ``GeneratorValue.reconstruct`` raises; it
 carries the root instruction that made the generator.  The compile loop
-(runtime/compile_frame.py) re-traces with the break planned there.  Each
+(driver/compile_frame.py) re-traces with the break planned there.  Each
 move goes strictly earlier in the trace (the generator existed before the
 break that needed it), so the loop ends; the loop also refuses an
 instruction it has already tried.

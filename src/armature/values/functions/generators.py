@@ -21,7 +21,7 @@ import sys
 import weakref
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
-from ...trace import pyversion
+from ... import pyversion
 from ..base import Value, realize
 from ..constant import ConstantValue
 from ..containers.containers import IteratorValue

@@ -17,7 +17,7 @@ will have: torch.nn's constructors are deterministic in structure given
 their arguments and the default dtype (guarded by every entry).  The
 template's Value has a :class:`NewModuleSource`: a local of the transformed
 function that the setup assigns, so its members load as
-``.new_module_0._parameters['weight']`` (codegen/names.py); guards on sources rooted
+``.new_module_0._parameters['weight']`` (names.py); guards on sources rooted
 there are dropped (trace/context.py ``GuardSet``), as they hold by
 construction and the guard function cannot see that local.
 
@@ -48,7 +48,7 @@ import torch
 
 from ...diagnostics.errors import Unsupported
 from ...guards.guard import Guard, Kind, TensorMeta
-from ...codegen.names import NEW_MODULE
+from ...names import NEW_MODULE
 from ...guards.sources import AttrSource, ModuleMemberSource, Source
 from .modules import ModuleValue, NewModuleValue, emit_construct
 from ..base import concrete

@@ -362,7 +362,7 @@ def instantiate(tx, cls_value: ClassValue, args, kwargs, through_metaclass: bool
             from .metaclasses import metaclass_call
             return metaclass_call(tx, cls_value, call_raw, owner, args, kwargs)
     if getattr(cls, "__abstractmethods__", None):
-        from ...trace.pyversion import at_least
+        from ...pyversion import at_least
         names = sorted(cls.__abstractmethods__)
         plural = "s" if len(names) > 1 else ""
         if at_least((3, 12)):

@@ -35,7 +35,7 @@ import dis
 import inspect
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
-from ...trace import pyversion
+from ... import pyversion
 from ..base import realize
 from ..containers.keys import has_value_keys
 from ..functions.frame_locals import FrameIntrospection, locals_dict

@@ -17,7 +17,7 @@ see the tensors that every operation in the region saves; a graph compiled
 by aot_autograd or inductor saves other tensors (its own activations), so
 the region is never compiled: the code from the hooks' ``__enter__`` on
 runs as Python, and what it calls is compiled as frames of their own
-(runtime/native_frames.py), as torch.compile gives up such a frame.  Code
+(driver/native_frames.py), as torch.compile gives up such a frame.  Code
 before the region still compiles: the frame is split before entering it
 and the resume function, which starts inside the region, runs as Python.
 """

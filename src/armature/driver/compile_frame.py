@@ -37,7 +37,8 @@ from ..guards.build import build_guard_function
 from ..guards.matmul_precision import precision_guards
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
-from ..trace import pyversion, speculation
+from .. import pyversion
+from ..trace import speculation
 from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
 from ..values.tensors import inference, torch_function
@@ -46,7 +47,7 @@ from ..values.base import LazyValue
 from ..values.functions.functions import CellValue, RealCellValue
 from . import backend_failures, explain, persistent_cache, specialize
 from .backend_failures import BackendCompilerFailed
-from .cache import CacheEntry
+from ..runtime.cache import CacheEntry
 
 log_graph = logs.artifact("graph")
 log_guards = logs.artifact("guards")
@@ -315,7 +316,7 @@ _AS_PYTHON = ": the frame runs as Python from there, what it calls is compiled a
 def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: float, why: str) -> CacheEntry:
     """The entry of a frame that breaks inside a loop, or enters a region
     that must not compile: its own code runs as Python, what it calls is
-    compiled (runtime/native_frames.py)."""
+    compiled (driver/native_frames.py)."""
     from .native_frames import routed_runner
     what = f"{e.what}{why}"
     brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
@@ -341,7 +342,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     graph = ctx.graph
     gm = None
     compiled = None
-    #: why the entry cannot be stored on disk (runtime/persist_codec.py), None: it may be
+    #: why the entry cannot be stored on disk (driver/persist_codec.py), None: it may be
     unstorable = None if brk is None else "the frame has a graph break (resume functions are not stored yet)"
     t1 = time.perf_counter()
     checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
@@ -446,5 +447,5 @@ def _compile_graph(gm, graph, backend):
 
 
 def _run_original(*args, **kwargs):
-    from ..codegen.names import FN_ARG
+    from ..names import FN_ARG
     return kwargs.pop(FN_ARG)(*args, **kwargs)

@@ -1,5 +1,5 @@
 """What a cache entry is on disk, and how it becomes one again (the warm
-start: runtime/persistent_cache.py stores, finds and validates files).
+start: driver/persistent_cache.py stores, finds and validates files).
 
 An entry is written as plain data (marshal: tuples, strings, numbers, code
 objects), never as pickled objects:

@@ -68,7 +68,7 @@ def generated_prefix(code: types.CodeType) -> str:
     names: ``___`` unless a local, argument or cell of the code starts with
     it.  A resume function shares the prefix of the code it resumes (its
     own arguments are the prefixed ones)."""
-    from .resume import origin_of
+    from .codegen.resume import origin_of
     return _prefix_of(origin_of(code)[0])
 
 

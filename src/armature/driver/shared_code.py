@@ -38,7 +38,7 @@ import types
 import weakref
 
 from .. import config as config_mod
-from .cache import CodeCache, new_cache
+from ..runtime.cache import CodeCache, new_cache
 
 
 class SharedCode:

@@ -507,7 +507,7 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
 
 def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     from ..guards.build import build_guard_function, read_source
-    from .cache import CacheEntry
+    from ..runtime.cache import CacheEntry
     fn = cf._fn
     for file, h in payload["files"]:
         if codec.file_hash(file) != h:

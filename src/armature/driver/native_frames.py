@@ -152,7 +152,7 @@ class Router:
         return None
 
     def _module_target(self, mod):
-        from .distributed import kind_of, runner_for
+        from ..runtime.distributed import kind_of, runner_for
         if kind_of(mod) is not None:   # DDP / FSDP: their hooks eager, their math compiled
             return types.MethodType(runner_for(self.backend, False, self.dynamic), mod)
         cls = type(mod)
@@ -174,7 +174,7 @@ class Router:
         except KeyError:
             target = None
             if _compilable(fn):
-                from .wrappers import compiled_wrapper_for
+                from ..runtime.wrappers import compiled_wrapper_for
                 target = compiled_wrapper_for(fn, self.backend, self.dynamic, module_parameters="inputs")
             self._compiled_fns[fn] = target
             return target
@@ -186,7 +186,7 @@ def _compilable(fn) -> bool:
     torch.compiler.disable): those run as they are."""
     if type(fn) is not types.FunctionType or not is_user_code(fn.__code__) or _is_generator(fn.__code__):
         return False
-    from .markers import IN_GRAPH
+    from ..runtime.markers import IN_GRAPH
     marked = IN_GRAPH.get(id(fn))
     if marked is not None and marked[0] is fn:
         return False
@@ -219,10 +219,10 @@ def routed_runner(code: types.CodeType, backend, dynamic):
         if router is None:
             router = _ROUTERS[(backend, dynamic)] = Router(backend, dynamic)
         new_code = _ROUTED_CODE[key] = route_calls(code, router.call, router.call_kw)
-        from .frame_view import same_user_frame
+        from ..runtime.frame_view import same_user_frame
         same_user_frame(new_code, code)   # (locals() in a resume function's code: runtime/frame_view.py)
 
-    from ..codegen.names import FN_ARG
+    from ..names import FN_ARG
 
     def run(*args, **kwargs):
         f = kwargs.pop(FN_ARG)   # (kwargs is this call's own dict)
