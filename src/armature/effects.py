@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .values.base import Value
+# ``Value`` in the annotations below is values.base.Value, named and not
+# imported: the log sits below the value layer, which writes to it.
 
 
 @dataclass(eq=False)

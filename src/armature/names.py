@@ -31,6 +31,13 @@ may be named like anything below: ``___f``, ``___stack0``, ``___tmp1``):
 
 Globals live in namespaces of their own (``LOAD_GLOBAL``; in guard source a
 global reads as ``<globals dict>['name']``) and never meet these names.
+
+Beside the names: which user code a resume function continues
+(:data:`ORIGIN`, :func:`origin_of`), and the metadata key marking graph
+inputs with a static address (:data:`STATIC_INPUTS_META`).  This module sits
+at the bottom of the package (it imports nothing of armature): guards, the
+runtime, values, diagnostics and the code generator all read these, and
+the code generator writes ``ORIGIN``.
 """
 from __future__ import annotations
 
@@ -47,6 +54,9 @@ GRAPH_OUT = ".graph_out"
 #: locals of the transformed function holding modules its setup builds
 #: (values/nn/fresh_modules.py), followed by their number
 NEW_MODULE = ".new_module_"
+#: ``gm.meta`` key: the placeholder positions of static inputs (see
+#: ``OutputGraph.static_input_indices``; backends/cudagraphs.py reads it)
+STATIC_INPUTS_META = "armature_static_inputs"
 
 
 def temp_name(n: int) -> str:
@@ -68,7 +78,6 @@ def generated_prefix(code: types.CodeType) -> str:
     names: ``___`` unless a local, argument or cell of the code starts with
     it.  A resume function shares the prefix of the code it resumes (its
     own arguments are the prefixed ones)."""
-    from .codegen.resume import origin_of
     return _prefix_of(origin_of(code)[0])
 
 
@@ -91,3 +100,42 @@ def guard_fn_name(prefix: str) -> str:
     """How guard source spells the hidden function argument (renamed to
     :data:`FN_ARG` once compiled: guards/build.py)."""
     return f"{prefix}f"
+
+
+# --- resume functions: the code they came from, the names of the user's locals ---------
+
+#: resume code -> (original code, {resume offset: original offset})
+ORIGIN: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
+
+
+def origin_of(code: types.CodeType):
+    """(original code, offset translation) of a possibly-resume code object."""
+    entry = ORIGIN.get(code)
+    if entry is None:
+        return code, None
+    return entry
+
+
+def local_key(code: types.CodeType, name: str) -> str:
+    """The name a resume function of ``code`` gives the user's local ``name``:
+    itself, or for a name that is not an identifier (pytest's
+    ``@py_assert1``) ``<prefix>local<index in co_varnames>``."""
+    if name.isidentifier():
+        return name
+    base = origin_of(code)[0]
+    return f"{generated_prefix(base)}local{base.co_varnames.index(name)}"
+
+
+def user_local_name(code: types.CodeType, key: str) -> str:
+    """The user's name of a resume function's local ``key`` (of ``code``)."""
+    base = origin_of(code)[0]
+    prefix = f"{generated_prefix(base)}local"
+    if key.startswith(prefix) and key[len(prefix):].isdigit():
+        return base.co_varnames[int(key[len(prefix):])]
+    return key
+
+
+def handed_over_name(code: types.CodeType) -> str:
+    """The local (of the traced frame, then a resume function's argument)
+    holding 3.11's locals() dict across a graph break (values/functions/frame_locals.py)."""
+    return f"{generated_prefix(code)}f_locals"

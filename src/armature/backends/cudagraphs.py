@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from ..diagnostics import logs
-from ..graph.output_graph import STATIC_INPUTS_META
+from ..names import STATIC_INPUTS_META
 from . import cudagraph_step as _runtime
 
 __all__ = ["annotate_static_inputs", "compile_with_static_inputs", "cudagraph_mark_step_begin", "install_step",

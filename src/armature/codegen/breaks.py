@@ -323,7 +323,7 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
 
     # (a resume function's own ___stack arguments only fed its prologue)
     from ..names import cell_arg, generated_prefix, is_resume_arg
-    from .resume import handed_over_name, local_key, origin_of, user_local_name
+    from ..names import handed_over_name, local_key, origin_of, user_local_name
     base_code, to_orig = origin_of(code)
     looks_at_itself = _looks_at_itself(base_code)
     if looks_at_itself:
@@ -570,7 +570,7 @@ _LASTI = object()
 
 
 def _lasti_in(resume, orig_offset: int) -> int:
-    from .resume import ORIGIN
+    from ..names import ORIGIN
     rcode = resume._fn.__code__
     for new, old in ORIGIN[rcode][1].items():
         if old == orig_offset:

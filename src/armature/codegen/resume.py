@@ -22,7 +22,7 @@ import types
 from bytecode import Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label
 
 from ..trace.frame import instructions_of
-from ..names import cell_arg, generated_prefix, stack_arg
+from ..names import ORIGIN, cell_arg, generated_prefix, handed_over_name, local_key, origin_of, stack_arg, user_local_name
 from .spelling import SPELLING
 from . import zero_arg_super
 
@@ -32,31 +32,6 @@ VALUE_SLOT, NULL_SLOT, EXC_INFO_SLOT = "v", "n", "e"
 #: global names whose loads a resume function routes through
 #: runtime/frame_view.resolve (they look at the calling frame)
 FRAME_LOOKERS = frozenset({"locals", "vars", "dir", "eval", "exec"})
-
-
-def local_key(code: types.CodeType, name: str) -> str:
-    """The name a resume function of ``code`` gives the user's local ``name``:
-    itself, or for a name that is not an identifier (pytest's
-    ``@py_assert1``) ``<prefix>local<index in co_varnames>``."""
-    if name.isidentifier():
-        return name
-    base = origin_of(code)[0]
-    return f"{generated_prefix(base)}local{base.co_varnames.index(name)}"
-
-
-def user_local_name(code: types.CodeType, key: str) -> str:
-    """The user's name of a resume function's local ``key`` (of ``code``)."""
-    base = origin_of(code)[0]
-    prefix = f"{generated_prefix(base)}local"
-    if key.startswith(prefix) and key[len(prefix):].isdigit():
-        return base.co_varnames[int(key[len(prefix):])]
-    return key
-
-
-def handed_over_name(code: types.CodeType) -> str:
-    """The local (of the traced frame, then a resume function's argument)
-    holding 3.11's locals() dict across a graph break (values/functions/frame_locals.py)."""
-    return f"{generated_prefix(code)}f_locals"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -156,21 +131,9 @@ def build_resume_code(code: types.CodeType, target_offset: int, slots: tuple[str
     return new_code
 
 
-#: resume code -> (original code, {resume offset: original offset})
-ORIGIN: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
-
-
 def _dis_insts(code):
     import dis
     return [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
-
-
-def origin_of(code: types.CodeType):
-    """(original code, offset translation) of a possibly-resume code object."""
-    entry = ORIGIN.get(code)
-    if entry is None:
-        return code, None
-    return entry
 
 
 class ResumeNotPossible(Exception):

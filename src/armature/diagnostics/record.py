@@ -161,7 +161,7 @@ def note(text: str) -> None:
 # --- hooks (called only while ``active``) -----------------------------------
 
 def _function_record(fn, module, cache) -> FunctionRecord:
-    from ..codegen.resume import origin_of
+    from ..names import origin_of
     rec = _RECORD
     code, _ = origin_of(cache.code)
     label = ""
@@ -190,7 +190,7 @@ def entry_added(fn, cache, entry, module=None) -> None:
     """A new cache entry of ``cache`` (compiled for ``fn``)."""
     if _RECORD is None:
         return
-    from ..codegen.resume import ORIGIN, origin_of
+    from ..names import ORIGIN, origin_of
     from .hints import hint_for
     if module is None and entry.graph_module is None and entry.fallback_reason is None and \
             origin_of(cache.code)[0] is _module_call_code():

@@ -162,7 +162,7 @@ def _encode_graph(info) -> tuple | None:
         storages: set = set()
         inputs = (tuple(_example_input_meta(n, storages) for n in gm.graph.nodes if n.op == "placeholder"),
                   codec.encode_fx_graph(gm.graph))
-    from ..graph.output_graph import STATIC_INPUTS_META
+    from ..names import STATIC_INPUTS_META
     return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
             bool(info.regions_backend))
 
@@ -478,7 +478,7 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     from .. import torch_compat
-    from ..graph.output_graph import STATIC_INPUTS_META
+    from ..names import STATIC_INPUTS_META
     metas, nodes = inputs
     root = torch.nn.Module()
     for name, t in attrs.items():

@@ -20,12 +20,10 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from .. import torch_compat
 from ..diagnostics.errors import Unsupported
 from ..guards.sources import Source
+from ..names import STATIC_INPUTS_META
 from .dynamic import SizeSource, SourceNames
 
 
-#: ``gm.meta`` key: the placeholder positions of static inputs (see
-#: ``OutputGraph.static_input_indices``; backends/cudagraphs.py reads it)
-STATIC_INPUTS_META = "armature_static_inputs"
 
 #: attribute set on a tensor by ``armature.mark_static_address`` (torch's
 #: ``mark_static_address`` sets ``_dynamo_static_input_type``)
@@ -165,7 +163,7 @@ class OutputGraph:
         """A tensor input; with a symbolic context (graph/dynamic.py) its
         dynamic dims are ShapeEnv symbols, each bound by a SymInt
         placeholder ahead of the tensor's, as torch.compile does."""
-        from ..values.tensors.torch_function import plain_alias
+        from ..tensor_classes import plain_alias
         seen = plain_alias(real)   # (a __torch_function__ subclass enters the graph as a plain tensor)
         if symbolic_context is None:
             fake = self.fake_mode.from_tensor(seen, static_shapes=True)
@@ -333,7 +331,7 @@ class OutputGraph:
         the SymInts themselves (as torch.compile passes them), so that
         aot_autograd and inductor reuse the trace's symbols instead of
         making new ones the entry's guards know nothing about."""
-        from ..values.tensors.torch_function import plain_alias
+        from ..tensor_classes import plain_alias
         return [i.node.meta["val"] if not isinstance(i.real, torch.Tensor) else plain_alias(i.real)
                 for i in self.inputs]
 

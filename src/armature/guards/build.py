@@ -144,7 +144,7 @@ def signature_text(code: types.CodeType, default_names: list[str], kwdefault_nam
 
 def _reads_through_torch_function(g: Guard) -> bool:
     if g.kind is Kind.TENSOR_MATCH:
-        from ..values.tensors.torch_function import has_torch_function
+        from ..tensor_classes import has_torch_function
         return has_torch_function(g.expected.cls)
     return bool(getattr(g, "modes_active", False))
 

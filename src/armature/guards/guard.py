@@ -48,7 +48,7 @@ class TensorMeta:
         """Sizes and strides that are ShapeEnv symbols in ``fake`` are None:
         the ShapeEnv's own guards check those (Kind.SHAPE)."""
         kind = type(t)
-        from ..values.tensors.torch_function import plain_alias
+        from ..tensor_classes import plain_alias
         t = plain_alias(t)   # (reading a subclass's metadata must not run its __torch_function__)
         size, stride = tuple(t.size()), tuple(t.stride())
         if fake is not None:

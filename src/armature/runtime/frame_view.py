@@ -67,8 +67,7 @@ def update_persistent(d: dict, names: list[str], bound: dict) -> dict:
 
 def _user_items(frame, base: types.CodeType) -> dict:
     """The user's bound variables of a resume function's frame, in order."""
-    from ..names import cell_arg, generated_prefix
-    from ..codegen.resume import local_key
+    from ..names import cell_arg, generated_prefix, local_key
     prefix = generated_prefix(base)
     raw = frame.f_locals
     cells = set(base.co_cellvars) | set(base.co_freevars)
@@ -99,7 +98,7 @@ def same_user_frame(new: types.CodeType, code: types.CodeType) -> None:
 
 def view_of(frame) -> dict:
     """What ``locals()`` returns in ``frame``, as the user's code sees it."""
-    from ..codegen.resume import origin_of
+    from ..names import origin_of
     code = frame.f_code
     code = _SAME_FRAME.get(code, code)
     base, translation = origin_of(code)
@@ -110,8 +109,7 @@ def view_of(frame) -> dict:
     bound = _user_items(frame, base)
     if SNAPSHOT:
         return bound
-    from ..names import generated_prefix
-    from ..codegen.resume import handed_over_name
+    from ..names import generated_prefix, handed_over_name
     raw = frame.f_locals
     d = raw.get(handed_over_name(base))
     if d is None:

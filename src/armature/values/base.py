@@ -7,15 +7,15 @@ itself in residual bytecode.  Anything a subclass does not model raises
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..diagnostics.errors import Unsupported, UserException, internal_error
 from ..guards.sources import Source
 from . import kinds
 
-if TYPE_CHECKING:
-    from ..codegen.emitter import Emitter
-    from ..trace.frame import Frame
+# ``Frame`` (trace/frame.py) and ``Emitter`` (codegen/emitter.py) in the
+# annotations below are named, not imported: the tracer and the code
+# generator sit above this layer and hand their objects in.
 
 
 class Value:

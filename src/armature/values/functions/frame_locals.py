@@ -84,8 +84,7 @@ def _handed_over(tx, lazy: LazyValue) -> Value:
 def bound_variables(tx) -> tuple[list[str], dict[str, Value]]:
     """(the user's variable names in CPython's order, {name: Value} of the
     bound ones) of the symbolic frame ``tx``."""
-    from ...names import cell_arg, generated_prefix
-    from ...codegen.resume import local_key, origin_of
+    from ...names import cell_arg, generated_prefix, local_key, origin_of
     base, translation = origin_of(tx.code)
     prefix = generated_prefix(base)
     names = frame_view.localsplus_names(base)
@@ -115,7 +114,7 @@ def locals_dict(tx, what: str = "locals()") -> Value:
     names, bound = bound_variables(tx)
     if frame_view.SNAPSHOT:
         return DictValue(bound)
-    from ...codegen.resume import handed_over_name
+    from ...names import handed_over_name
     key = handed_over_name(tx.code)
     d = tx.locals.get(key)
     if d is None:
