@@ -30,6 +30,9 @@ from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
 from .driver import shared_code as _shared_code
 from .driver import persistent_cache as _persistent
+from .driver import native_frames as _native_frames
+from .runtime import distributed as _distributed
+from . import upcalls as _upcalls
 
 log_recompiles = logs.artifact("recompiles")
 
@@ -558,7 +561,7 @@ def _note_changed_number(cache, f, args, kwargs) -> None:
         from .values.containers.real_iterator import note_changed_iterator
         note_changed_iterator(cache.dynamic_sources, g.source)
         if g.kind is Kind.LEN_MATCH:  # an outside list whose length changes: len() stays symbolic
-            from .values.tensors.symbolic import LengthSource
+            from .guards.sources import LengthSource
             cache.dynamic_sources.add(LengthSource(g.source))
         # a parameter/buffer object replaced between calls (``self.buf = ...``):
         # from now on it is a graph input instead of a graph attribute
@@ -720,6 +723,8 @@ def reset() -> None:
     """Drop every compiled entry of every compiled function."""
     reset_all()
     _wrappers.reset()
+    _native_frames.reset()
+    _distributed.reset()
     _cudagraphs.reset()
 
 
@@ -732,3 +737,8 @@ def cache_entries(compiled) -> list:
     if not isinstance(compiled, CompiledFunction):
         raise TypeError(f"expected an armature-compiled function or module, got {type(compiled).__name__}")
     return list(compiled._cache.entries)
+
+
+# the layers below reach these through armature.upcalls (they may not import api)
+_upcalls.install(CompiledFunction=CompiledFunction, CompiledModule=CompiledModule, compile=compile, reset=reset,
+                 is_compiled_module_type=is_compiled_module_type, module_call_code=_module_call.__code__)

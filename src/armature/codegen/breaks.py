@@ -415,10 +415,10 @@ def emit_break(ctx, frame: Frame, out: Emitter, *, from_callee: bool, backend) -
                 raise BreakNotPossible("the break is inside instructions armature generated")
             target_offset = to_orig[target_offset]
         target_offset = _through_jumps(base_code, target_offset)
-        from .resume import ResumeNotPossible
+        from .resume import ResumeNotPossible, build_resume_code
         try:
             resume = resume_function_for(frame.ctx.fn, base_code, target_offset, tuple(slot_kinds), local_names,
-                                         cell_names, backend, dynamic=ctx.policy.mode,
+                                         cell_names, backend, build_resume_code, dynamic=ctx.policy.mode,
                                          module_parameters=ctx.module_parameters_override)
         except ResumeNotPossible as e:
             raise BreakNotPossible(str(e)) from e

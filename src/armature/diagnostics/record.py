@@ -190,10 +190,11 @@ def entry_added(fn, cache, entry, module=None) -> None:
     """A new cache entry of ``cache`` (compiled for ``fn``)."""
     if _RECORD is None:
         return
+    from .. import upcalls
     from ..names import ORIGIN, origin_of
     from .hints import hint_for
     if module is None and entry.graph_module is None and entry.fallback_reason is None and \
-            origin_of(cache.code)[0] is _module_call_code():
+            origin_of(cache.code)[0] is upcalls.module_call_code:
         return   # the tail of armature's own call of a compiled module: nothing of the user's
     f = _function_record(fn, module, cache)
     now = time.perf_counter() - _RECORD.started
@@ -218,11 +219,6 @@ def entry_added(fn, cache, entry, module=None) -> None:
                 lines[where] = lines.get(where, 0) + 1
         e.lines = lines
     f.entries.append(e)
-
-
-def _module_call_code():
-    from ..api import _module_call
-    return _module_call.__code__
 
 
 def recompiled(fn, cache, reason: str, args, kwargs, module=None) -> None:

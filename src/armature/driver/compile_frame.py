@@ -37,7 +37,7 @@ from ..guards.build import build_guard_function
 from ..guards.matmul_precision import precision_guards
 from ..guards.sources import ClosureSource, LocalSource
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
-from .. import pyversion
+from .. import pyversion, upcalls
 from ..trace import speculation
 from ..trace.context import TraceContext, compiling_state
 from ..trace.frame import Frame
@@ -99,12 +99,6 @@ def _root_frame(ctx: TraceContext, fn: types.FunctionType, args, kwargs) -> Fram
     return Frame(ctx, code, fn.__globals__, locals_, cells)
 
 
-def _module_call_code():
-    from ..api import _module_call
-    return _module_call.__code__
-
-
-_MODULE_CALL_CODE = None
 
 
 def _innermost_user_location(stack) -> UserLocation | None:
@@ -173,9 +167,6 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
         if fullgraph:
             raise Unsupported(reason)
         return _fallback(fn, [], reason, 0.0)
-    global _MODULE_CALL_CODE
-    if _MODULE_CALL_CODE is None:
-        _MODULE_CALL_CODE = _module_call_code()
     t0 = time.perf_counter()
     prepare = getattr(backend, "prepare", None)
     if prepare is not None:
@@ -266,7 +257,7 @@ def _compile_call(fn, args, kwargs, backend, fullgraph: bool, dynamic_sources, p
                     callee = e.user_stack[-2].func_name
                     what = f"{callee}() could not be inlined: {e.what}"
                 brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
-                                 internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
+                                 internal=fn.__code__ is upcalls.module_call_code, site_hint=e.hint)
                 if log_breaks.isEnabledFor(logging.DEBUG):
                     loc = e.location
                     where = f"{loc.filename}:{loc.lineno}: {loc.source_line}" if loc else "?"
@@ -302,7 +293,7 @@ def _moved_break(fn, brk: GraphBreak | None, moved) -> GraphBreak:
         where = f"{location.filename}:{location.lineno}: {location.source_line}" if location else "?"
         log_breaks.debug("graph break in %s moved to %s\n  reason: %s", fn.__qualname__, where, reason)
     return GraphBreak(reason, location, list(brk.user_stack) if brk is not None else list(moved.user_stack),
-                      internal=brk.internal if brk is not None else fn.__code__ is _MODULE_CALL_CODE,
+                      internal=brk.internal if brk is not None else fn.__code__ is upcalls.module_call_code,
                       site_hint=brk.site_hint if brk is not None else moved.hint)
 
 
@@ -320,7 +311,7 @@ def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: fl
     from .native_frames import routed_runner
     what = f"{e.what}{why}"
     brk = GraphBreak(what, _innermost_user_location(e.user_stack), list(e.user_stack),
-                     internal=fn.__code__ is _MODULE_CALL_CODE, site_hint=e.hint)
+                     internal=fn.__code__ is upcalls.module_call_code, site_hint=e.hint)
     log_breaks.debug("graph break in %s: %s", fn.__qualname__, what)
     guards = ctx.guards.as_list()
     entry = CacheEntry(guard=build_guard_function(fn, guards),
@@ -449,3 +440,8 @@ def _compile_graph(gm, graph, backend):
 def _run_original(*args, **kwargs):
     from ..names import FN_ARG
     return kwargs.pop(FN_ARG)(*args, **kwargs)
+
+
+# the per-call runtime compiles the callees residual code calls through this
+# (runtime/wrappers.py), and may not import the driver
+upcalls.install(compile_call=compile_call)

@@ -99,7 +99,8 @@ class ExplainOutput:
 def explain(fn, backend: str = "eager"):
     """``explain(fn)(*args, **kwargs)`` compiles ``fn`` afresh, runs it once
     and returns an ExplainOutput."""
-    from ..api import CompiledFunction, CompiledModule, compile as compile_
+    from .. import upcalls
+    CompiledFunction, CompiledModule, compile_ = upcalls.CompiledFunction, upcalls.CompiledModule, upcalls.compile
 
     def run(*args, **kwargs) -> ExplainOutput:
         target = fn

@@ -249,7 +249,7 @@ _SOURCES = {c.__name__: c for c in (S.LocalSource, S.GlobalSource, S.AttrSource,
 
 def _extra_sources():
     from ..graph.dynamic import SizeSource
-    from ..values.tensors.symbolic import LengthSource
+    from ..guards.sources import LengthSource
     return {SizeSource.__name__: SizeSource, LengthSource.__name__: LengthSource}
 
 

@@ -38,6 +38,7 @@ import types
 import weakref
 
 from .. import config as config_mod
+from .. import upcalls
 from ..runtime.cache import CodeCache, new_cache
 
 
@@ -109,7 +110,7 @@ def for_module(mod, module_call_code: types.CodeType, backend, fullgraph: bool, 
     """The group of a compiled module: its class (whose ``forward`` the
     call runs; a forward patched on one instance is guarded like any
     attribute) and the settings."""
-    from ..api import CompiledModule
+    CompiledModule = upcalls.CompiledModule
     while type(mod) is CompiledModule:   # (compiled twice: what runs is the innermost module's forward)
         mod = mod.__dict__["_orig_mod"]
     cls = type(mod)

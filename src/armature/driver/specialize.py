@@ -164,6 +164,9 @@ class SpecializingGraph:
     """The compiled callable of a graph with specializations: the
     dispatcher (see the module docstring)."""
 
+    #: what the cache entry asks (runtime/cache.py may not import the driver)
+    is_specializing_graph = True
+
     def __init__(self, generic: Callable, plan: SpecializationPlan, backend: Callable):
         self.generic = generic
         self.plan = plan

@@ -269,6 +269,32 @@ class DictEntrySource(Source):
         return f"list({self.parent})[{self.index}]"
 
 
+@dataclass(frozen=True)
+class LengthSource(Source):
+    """``len(parent)`` as the frame found it: the length of an outside list
+    that changes between calls (a log that grows every call), read at run
+    time instead of guarded (values/tensors/symbolic.py makes it; the cache
+    and the warm start read it, so it lives here with the other kinds)."""
+
+    parent: Any
+
+    @property
+    def base(self):
+        return self.parent
+
+    def expr(self, pool):
+        return f"len({pool.render(self.parent)})"
+
+    def emit(self, out):
+        out.instr("PUSH_NULL")
+        out.load_const(len)
+        self.parent.emit(out)
+        out.call(1)
+
+    def __str__(self):
+        return f"len({self.parent})"
+
+
 def _memoize_hash(cls) -> None:
     """Give ``cls`` a hash computed once per Source.  A dataclass hash is
     ``hash(fields)``, and a chained source (``self._modules['a']._parameters

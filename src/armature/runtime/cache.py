@@ -47,10 +47,9 @@ class CacheEntry:
     @property
     def specializations(self) -> list:
         """The graph's specializations (``mark_dynamic(..., specialize_on=)``),
-        compiled or not yet: each a runtime.specialize.Specialization.  They
+        compiled or not yet: each a driver.specialize.Specialization.  They
         are part of this entry, not entries of their own."""
-        from ..driver.specialize import SpecializingGraph
-        if isinstance(self.compiled_graph, SpecializingGraph):
+        if getattr(type(self.compiled_graph), "is_specializing_graph", False):   # (driver/specialize.py)
             return list(self.compiled_graph.specializations)
         return []
 
@@ -152,5 +151,5 @@ def reset_all() -> None:
 
 
 def _is_int_source(source) -> bool:
-    from ..values.tensors.symbolic import LengthSource
+    from ..guards.sources import LengthSource
     return not isinstance(source, LengthSource)

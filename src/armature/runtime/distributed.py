@@ -30,6 +30,8 @@ import sys
 import types
 import weakref
 
+from .. import upcalls
+
 
 def ddp_class():
     """DistributedDataParallel, or None where it was never imported (then no
@@ -90,7 +92,7 @@ class DistributedRunner:
         self._inner: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def compiled_inner(self, inner, kind: str):
-        from ..api import CompiledModule
+        CompiledModule = upcalls.CompiledModule
         if isinstance(inner, CompiledModule):
             return inner     # DDP(armature.compile(m)) compiled again from outside
         c = self._inner.get(inner)
@@ -101,7 +103,7 @@ class DistributedRunner:
         return c
 
     def compiled_forward(self, mod):
-        from ..api import CompiledFunction
+        CompiledFunction = upcalls.CompiledFunction
         fwd = type(mod).forward
         cf = self._inner.get(fwd)
         if cf is None:
@@ -111,7 +113,7 @@ class DistributedRunner:
         return types.MethodType(cf, mod)
 
     def __call__(self, mod, *args, **kwargs):
-        from ..api import CompiledModule
+        CompiledModule = upcalls.CompiledModule
         if isinstance(mod, CompiledModule):
             return mod(*args, **kwargs)   # (compiled, then fully_shard'ed: its forward is compiled already)
         kind = kind_of(mod)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import functools
 
+from .. import upcalls
+
 
 def graph_break(msg: str = "") -> None:
     """Split the compiled frame here.  Calling it outside compiled code does
@@ -18,7 +20,7 @@ def disable(fn=None, *, recursive: bool = True):
         return functools.partial(disable, recursive=recursive)
     if not callable(fn):
         raise TypeError(f"armature.disable expects a callable, got {type(fn).__name__}")
-    from ..api import CompiledFunction, CompiledModule
+    CompiledFunction, CompiledModule = upcalls.CompiledFunction, upcalls.CompiledModule
     if isinstance(fn, CompiledFunction):
         fn = fn._fn if not fn._has_self else fn._fn.__get__(fn._self)
     if isinstance(fn, CompiledModule):
@@ -45,7 +47,7 @@ def _mark(fn, mark: bool, enable: bool, what: str):
         raise TypeError(f"armature.{what} expects a callable (or a list of them), got {type(fn).__name__}")
     if not isinstance(enable, bool):
         raise TypeError(f"armature.{what}: enable must be a bool, got {enable!r}")
-    from ..api import CompiledFunction, CompiledModule
+    CompiledFunction, CompiledModule = upcalls.CompiledFunction, upcalls.CompiledModule
     if isinstance(fn, (CompiledFunction, CompiledModule)):
         raise TypeError(f"armature.{what} expects the original callable, not an armature-compiled one")
     key = id(fn)
@@ -60,8 +62,7 @@ def _mark(fn, mark: bool, enable: bool, what: str):
     if before != after:
         # Entries compiled before may have traced into fn, put it in the
         # graph or broken at it: they are dropped (as armature.reset()).
-        from ..api import reset
-        reset()
+        upcalls.reset()
     return fn
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from .. import upcalls
 from ..names import FN_ARG
 
 
@@ -30,13 +31,14 @@ _RESUME: dict[tuple, Any] = {}
 _WRAPPERS: dict[tuple, Any] = {}
 
 
-def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend, dynamic=None,
+def resume_function_for(fn, code, offset, slots, local_names, cell_names, backend, build_resume_code, dynamic=None,
                         module_parameters=None):
     """The compiled resume function of ``code`` at ``offset``; it keeps the
     caller's dynamic-shapes policy (``dynamic``) and its module-parameters
-    override (``module_parameters``: driver/native_frames.py)."""
-    from ..api import CompiledFunction
-    from ..codegen.resume import build_resume_code
+    override (``module_parameters``: driver/native_frames.py).  The code
+    generator hands in its ``build_resume_code`` (codegen/resume.py), run
+    the first time this key is asked for."""
+    CompiledFunction = upcalls.CompiledFunction
     key = (code, offset, slots, local_names, cell_names, backend, id(fn.__globals__), dynamic, module_parameters)
     cf = _RESUME.get(key)
     if cf is None:
@@ -84,7 +86,6 @@ class NestedCompiled:
     def _compile_miss(self, fn, args, kwargs):
         """The entry to run this call with, or None to run ``fn`` itself."""
         from . import stance
-        from ..driver.compile_frame import compile_call
         for entry in list(self._cache.entries):   # added by another thread while this one waited
             try:
                 if entry.guard(*args, **{FN_ARG: fn}, **kwargs):
@@ -101,7 +102,7 @@ class NestedCompiled:
             raise stance.RecompileError(
                 f"armature: {fn.__qualname__} (a function made inside compiled code) would compile under the "
                 "stance 'fail_on_recompile'")
-        entry = compile_call(fn, args, kwargs, self._backend, False)
+        entry = upcalls.compile_call(fn, args, kwargs, self._backend, False)
         if entry is None:
             return None
         self._cache.add(entry)
@@ -125,7 +126,7 @@ def nested_compiled_for(code, backend) -> NestedCompiled:
 def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
     """The compiled form of a callee residual code calls.  ``module_parameters``
     overrides ``config.module_parameters`` for it (and its resume functions)."""
-    from ..api import CompiledFunction
+    CompiledFunction = upcalls.CompiledFunction
     key = (fn, backend, dynamic, module_parameters)
     cf = _WRAPPERS.get(key)
     if cf is None:
@@ -137,10 +138,8 @@ def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
 
 
 def reset() -> None:
+    """(``armature.reset()`` also resets the native frames' and the
+    distributed wrappers' caches.)"""
     _RESUME.clear()
     _WRAPPERS.clear()
     _NESTED.clear()
-    from . import distributed
-    from ..driver import native_frames
-    native_frames.reset()
-    distributed.reset()

@@ -140,7 +140,8 @@ def _load_late() -> None:
     from .objects import objects
     from ..runtime import markers
     from .directives.markers import wrap_marked   # disable, allow/disallow_in_graph, set_stance
-    from ..api import CompiledFunction
+    from .. import upcalls
+    CompiledFunction = upcalls.CompiledFunction   # (api sits above this layer: it installs its class there)
     from .distributed import distributed   # collectives, rank queries, process groups
     from .stdlib.common import wrap_special as stdlib_wrap_special
     from .tensors import autocast, torch_function, vmap

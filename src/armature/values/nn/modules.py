@@ -13,6 +13,7 @@ import types
 
 import torch
 
+from ... import upcalls
 from ...diagnostics.errors import Unsupported, user_error
 from ...guards.guard import Guard, Kind
 from ...guards.sources import AttrSource, ModuleMemberSource, Source
@@ -34,8 +35,7 @@ def wrap_module(ctx, mod: torch.nn.Module, source: Source | None) -> "ModuleValu
             raise Unsupported("torch.jit.ScriptModule inside a compiled function", hint=_SCRIPT_HINT)
         ctx.guards.add(Guard(Kind.ID_MATCH, source, mod))
         return ScriptModuleValue(mod, source)
-    from ...api import is_compiled_module_type
-    if is_compiled_module_type(type(mod)):
+    if upcalls.is_compiled_module_type(type(mod)):
         return _wrap_compiled_module(ctx, mod, source)
     if source is not None and is_fresh_module_arg(ctx, source):
         if source.name in _NEW_MODULE_ARGS.get(ctx.fn.__code__, ()):

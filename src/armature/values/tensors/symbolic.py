@@ -33,7 +33,7 @@ import torch
 from bytecode import BinaryOp
 
 from ...guards.guard import Guard, Kind
-from ...guards.sources import Source
+from ...guards.sources import LengthSource, Source  # noqa: F401  (LengthSource: made here, defined there)
 from ..base import Value
 from ..constant import ConstantValue
 from .. import kinds
@@ -82,31 +82,6 @@ class BinOpSource(Source):
 
     def __str__(self):
         return f"({self.left} {_BINOPS[self.op][0]} {self.right})"
-
-
-@dataclass(frozen=True)
-class LengthSource(Source):
-    """``len(parent)`` as the frame found it: the length of an outside list
-    that changes between calls (a log that grows every call), read at run
-    time instead of guarded."""
-
-    parent: Any
-
-    @property
-    def base(self):
-        return self.parent
-
-    def expr(self, pool):
-        return f"len({pool.render(self.parent)})"
-
-    def emit(self, out):
-        out.instr("PUSH_NULL")
-        out.load_const(len)
-        self.parent.emit(out)
-        out.call(1)
-
-    def __str__(self):
-        return f"len({self.parent})"
 
 
 @dataclass(frozen=True)
