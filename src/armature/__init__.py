@@ -36,7 +36,7 @@ __all__ = [
     "cudagraph_mark_step_begin", "DynamicDimSpecialized",
     "report", "patch_torch_compile", "compile_region",
 ]
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 
 def _report_from_env() -> None:

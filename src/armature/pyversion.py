@@ -20,7 +20,9 @@ is ``codegen/spelling.py``.
 from __future__ import annotations
 
 import dis
+import functools
 import sys
+import types
 from typing import Callable
 
 #: versions whose interpreter and code generation are tested
@@ -96,3 +98,17 @@ NAMESPACE_KEYWORDS = VERSION >= (3, 13)
 def exception_table(code):
     """Entries (start, end, target, depth, lasti) of a 3.11+ code object."""
     return dis._parse_exception_table(code)
+
+
+@functools.lru_cache(maxsize=4096)
+def exception_table_of(code: types.CodeType) -> tuple:
+    return tuple(exception_table(code))
+
+
+def handler_for(code: types.CodeType, offset: int):
+    """The innermost exception-table entry covering ``offset``, or None
+    (the tracer routes exceptions by it; generators and breaks ask it too)."""
+    for entry in exception_table_of(code):
+        if entry.start <= offset < entry.end:
+            return entry
+    return None

@@ -15,7 +15,8 @@ import types
 
 from bytecode import BinaryOp, Label, TryBegin, TryEnd
 
-from ..trace.frame import Frame, handler_for
+from ..pyversion import handler_for
+from ..trace.frame import Frame
 from ..values.base import NULL, Value
 from ..values.functions.exceptions import ExcInfoSlot
 from .emitter import Emitter

@@ -12,33 +12,14 @@ CALL 0``, and 3.12+'s LOAD_SUPER_ATTR without its two-argument bit, whose
 generic path calls the global with ``oparg & 2`` (zero) arguments.  So the
 generated code first passes the ``super`` it loaded through ``adapt``: the
 builtin comes back unchanged (and is called with the class and object), any
-other callable comes back wrapped so that the two arguments are dropped.
+other callable comes back wrapped so that the two arguments are dropped
+(``adapt`` runs with the generated code: runtime/super_adapter.py).
 """
 from __future__ import annotations
 
-import builtins
-
 from bytecode import Instr
 
-
-class _WithoutArguments:
-    """A shadowing ``super`` as the zero-argument form calls it."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self, cls, obj):
-        return self.fn()
-
-
-def adapt(global_super):
-    """What generated code calls with ``(__class__, first argument)`` in
-    place of the zero-argument ``super()`` whose ``super`` is ``global_super``."""
-    if global_super is builtins.super:
-        return global_super
-    return _WithoutArguments(global_super)
+from ..runtime.super_adapter import adapt
 
 
 def adapt_below_two(location=None) -> list:

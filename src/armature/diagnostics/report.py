@@ -192,7 +192,7 @@ def render(rec: RunRecord, title: str | None = None) -> str:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
     return __version__
 
 

@@ -390,7 +390,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     called = compiled
     if checks is not None and compiled is not None:
         called = speculation.CheckedGraph(compiled, checks, getattr(ctx, "speculation_restores_rng", False))
-    run = build_transformed(fn, called, input_sources, body, setup=emit_setup(ctx))
+    run = build_transformed(fn, called, input_sources, body, setup=emit_setup(ctx, Emitter))
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards of %s:\n  %s", fn.__qualname__,
                          "\n  ".join(g.describe() for g in sorted(guards, key=lambda g: g.kind)))

@@ -191,6 +191,14 @@ class TraceContext:
         sub.inference_regions = False
         return sub
 
+    def make_frame(self, fn, bound: dict, parent):
+        """A frame that runs the function Value ``fn`` with the arguments
+        ``bound`` (name -> Value), a child of ``parent``, in this context (a
+        sandbox's own, for speculative code).  Values start frames through
+        the context they are handed: the tracer sits above them."""
+        from .inline import make_frame
+        return make_frame(self, fn, bound, parent)
+
     def set_grad_enabled(self, mode: bool) -> None:
         """Switch grad mode for the rest of the trace and record the switch
         in the graph, as Dynamo does."""

@@ -14,7 +14,9 @@ from ..diagnostics.errors import (InternalError, Unsupported, UserException, Use
                                   internal_error, user_error)
 from ..values.base import LazyValue, Value
 from .. import pyversion
+from ..pyversion import handler_for
 from .context import TraceContext
+from . import speculation as _speculation
 
 
 @functools.lru_cache(maxsize=4096)
@@ -32,19 +34,6 @@ def instructions_of(code: types.CodeType) -> tuple[tuple[dis.Instruction, ...], 
                 index_of[off] = index_of[inst.offset]
             pending = []
     return insts, index_of
-
-
-@functools.lru_cache(maxsize=4096)
-def exception_table_of(code: types.CodeType) -> tuple:
-    return tuple(pyversion.exception_table(code))
-
-
-def handler_for(code: types.CodeType, offset: int):
-    """The innermost exception-table entry covering ``offset``, or None."""
-    for entry in exception_table_of(code):
-        if entry.start <= offset < entry.end:
-            return entry
-    return None
 
 
 class Frame:
@@ -134,6 +123,23 @@ class Frame:
         return iterator_types.of(IteratorValue(v.unpack(self)), v)
 
     # --- running --------------------------------------------------------------
+    def child(self, code: types.CodeType, f_globals: dict, locals_: dict[str, Value],
+              cells: dict[str, Value]) -> "Frame":
+        """A frame running ``code`` called from this one, in this context."""
+        return Frame(self.ctx, code, f_globals, locals_, cells, self)
+
+    def inline_function(self, fn, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """Run the user function Value ``fn`` inline in a child frame (or
+        as a compile region: trace/inline.py); how a function value's call
+        reaches the tracer it is handed."""
+        return _inline.inline_function(self, fn, args, kwargs)
+
+    def deferred_truth(self, value: Value):
+        """``bool(value)`` left undecided (a DeferredTruth) where a branch
+        on it may be assumed, else None (trace/speculation.py): how the
+        value layer's ``bool()`` reaches the tracer it is handed."""
+        return _speculation.deferred_truth(self, value)
+
     def location(self) -> UserLocation:
         inst = self.current
         if inst is not None and inst.positions is not None and inst.positions.lineno:
@@ -266,3 +272,6 @@ class Frame:
         self.push(e.value)
         self.jump(entry.target)
         return True
+
+
+from . import inline as _inline  # noqa: E402  (it imports Frame: bound once both exist)

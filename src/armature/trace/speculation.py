@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import torch
 
 from ..diagnostics.errors import ArmatureError
-from ..values.base import Value
+from ..values.base import Value  # noqa: F401
+from ..values.tensors.deferred_truth import DeferredTruth
 
 #: how far along a branch side to look for its ``raise``
 _SCAN_LIMIT = 80
@@ -90,42 +91,6 @@ def branch_truth(f, inst, value, jump_if: bool) -> bool:
             f.ctx.assumptions.append(Assumption(tensor.node, truth != negated, where))
             return truth
     return value.truth(f)
-
-
-class DeferredTruth(Value):
-    """``bool(t)`` (or ``not t``) of a one-element tensor, not decided yet.
-
-    torch 2.15's distributions validate through a helper that returns
-    ``bool(torch._is_all_true(valid))`` to a caller that raises: the truth
-    is taken in one frame and branched on in another.  So ``bool()`` of a
-    tensor, while speculation is possible, is this Value; a conditional
-    jump on it goes through :func:`branch_truth` (an assumption when one
-    side only raises); any other use needs the data (a graph break, where
-    it is rebuilt as ``bool(t)``)."""
-
-    def __init__(self, tensor, negated: bool = False):
-        super().__init__()
-        self.tensor, self.negated = tensor, negated
-
-    def python_type(self):
-        return bool
-
-    def negate(self) -> "DeferredTruth":
-        return DeferredTruth(self.tensor, not self.negated)
-
-    def truth(self, tx):
-        return self.tensor.truth(tx)   # (raises: deciding it needs the data)
-
-    def reconstruct(self, out):
-        out.instr("PUSH_NULL")
-        out.load_const(bool)
-        out.reconstruct(self.tensor)
-        out.call(1)
-        if self.negated:
-            out.instr("UNARY_NOT")
-
-    def __repr__(self):
-        return f"<{'not ' if self.negated else ''}bool({self.tensor})>"
 
 
 def deferred_truth(f, value) -> "DeferredTruth | None":

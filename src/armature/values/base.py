@@ -146,6 +146,18 @@ class LazyValue(Value):
         return f"<lazy {self.source}>"
 
 
+_Py_TPFLAGS_HEAPTYPE = 1 << 9
+
+
+def type_name(cls: type) -> str:
+    """A class's ``tp_name``, as CPython's messages print it: the name of a
+    class made by a class statement or of a builtin, ``module.qualname``
+    of another static type."""
+    if cls.__flags__ & _Py_TPFLAGS_HEAPTYPE or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def realize(ctx, v: Value) -> Value:
     """The realized Value of ``v`` (``v`` itself unless it is lazy)."""
     return v.realize(ctx) if type(v) is LazyValue else v

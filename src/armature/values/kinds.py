@@ -64,6 +64,7 @@ HOMES: dict[str, str] = {
     "OrderedDictValue": "stdlib.collections",
     "EnumMemberValue": "stdlib.enum",
     "PartialValue": "stdlib.functools",
+    "DeferredTruth": "tensors.deferred_truth",
     "ApplyValue": "tensors.autograd_function",
     "SymbolicNumberValue": "tensors.symbolic",
     "sym_value": "tensors.symbolic",

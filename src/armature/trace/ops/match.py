@@ -10,6 +10,7 @@ DICT_UPDATE + DELETE_SUBSCR: those are handled with the other opcodes.
 from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported
+from ...values.base import type_name as _type_name
 from ...values.constant import ConstantValue
 from ...values.containers.containers import DictValue, TupleValue, _key
 from ...pyversion import opcode
@@ -18,7 +19,6 @@ from ...diagnostics.errors import UserException, user_error
 
 Py_TPFLAGS_SEQUENCE = 1 << 5
 Py_TPFLAGS_MAPPING = 1 << 6
-Py_TPFLAGS_HEAPTYPE = 1 << 9
 Py_TPFLAGS_MATCH_SELF = 1 << 22
 
 
@@ -81,12 +81,6 @@ def match_keys(f, inst):
             return
         values.append(v)
     f.push(TupleValue(values))
-
-
-def _type_name(cls: type) -> str:
-    if cls.__flags__ & Py_TPFLAGS_HEAPTYPE or cls.__module__ == "builtins":
-        return cls.__name__
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _attr_or_none(f, subject, cls, name, seen: set):

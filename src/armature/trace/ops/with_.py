@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from ...values.constant import ConstantValue
-from ...values.functions.exceptions import ExcInfoSlot, ExceptionValue
+from ...values.functions.exceptions import ExcInfoSlot, ExceptionValue, as_exception as _as_exception
 from ...pyversion import opcode
 
 
@@ -44,17 +44,6 @@ def check_exc_match(f, inst):
     right = f.pop().as_python_constant()
     left = f.stack[-1]
     f.push(ConstantValue(issubclass(left.python_type(), right)))
-
-
-def _as_exception(f, v) -> ExceptionValue:
-    if isinstance(v, ExceptionValue):
-        return v
-    from ...values.objects.objects import ClassValue
-    if isinstance(v, ClassValue) and issubclass(v.cls, BaseException):
-        exc = v.call(f, [], {})
-        if isinstance(exc, ExceptionValue):
-            return exc
-    raise Unsupported(f"raising {v}")
 
 
 def _raise(v: ExceptionValue):

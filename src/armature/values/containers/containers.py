@@ -15,7 +15,7 @@ import torch
 
 from ...diagnostics.errors import Unsupported, UserException, user_error
 from . import set_order
-from ..base import Value, realize
+from ..base import Value, realize, type_name
 from ..constant import ConstantValue
 from .keys import ValueKey, emit_key, has_value_keys, key_value, make_key
 from ..builder import wrap, wrap_constant_result
@@ -52,8 +52,7 @@ def container_attribute(v: Value, name: str) -> Value:
     if cls.__dictoffset__ and v.source is not None:
         raise Unsupported(f"attribute {name!r} of a {cls.__name__} from outside the frame "
                           "(its instance dict is not modelled)")
-    from ...trace.ops.match import _type_name
-    raise user_error(AttributeError, f"'{_type_name(cls)}' object has no attribute '{name}'")
+    raise user_error(AttributeError, f"'{type_name(cls)}' object has no attribute '{name}'")
 
 
 class _Sequence(Value):

@@ -151,6 +151,18 @@ class ExceptionValue(Value):
         return f"<exception {self.cls.__name__}{tuple(self.args)!r}>"
 
 
+def as_exception(tx, v) -> ExceptionValue:
+    """What ``raise v`` (or ``throw(v)``) raises: ``v`` itself, or an
+    instance made by calling ``v``, a BaseException class."""
+    if isinstance(v, ExceptionValue):
+        return v
+    if isinstance(v, kinds.ClassValue) and issubclass(v.cls, BaseException):
+        exc = v.call(tx, [], {})
+        if isinstance(exc, ExceptionValue):
+            return exc
+    raise Unsupported(f"raising {v}")
+
+
 def rebuild_exception(cls, args, names, values):
     """Residual code: an exception a user ``__init__`` made in the trace, with
     its final ``args`` and attributes, without running ``__init__`` again

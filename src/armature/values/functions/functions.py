@@ -150,13 +150,12 @@ class _Function(Value):
         raise NotImplementedError
 
     def call(self, tx, args, kwargs):
-        from ...trace.inline import inline_function
         if getattr(tx.ctx, "auditing_construction", False):
             from ..nn.user_module_construction import module_init_call
             done = module_init_call(tx, getattr(self, "fn", None), args, kwargs)
             if done is not None:
                 return done
-        return inline_function(tx, self, args, kwargs)
+        return tx.inline_function(self, args, kwargs)
 
     def has_attr(self, tx, name):
         # the methods of the function type (__call__, __get__...) exist on

@@ -80,7 +80,7 @@ def closing_may_run_code(frame) -> bool:
     ``try`` with a handler that runs code, a ``with`` block, or a ``yield
     from``/``await``.  Decided on the code, for every yield, so that it holds
     wherever the native generator is paused later."""
-    from ...trace.frame import handler_for
+    from ...pyversion import handler_for
     from .generators import _closing_runs_code
     insts = frame.instructions
     for i, inst in enumerate(insts):

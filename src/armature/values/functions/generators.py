@@ -77,7 +77,7 @@ class GeneratorValue(IteratorValue):
         (StopIteration to RuntimeError) runs nothing for GeneratorExit."""
         if not self.started or self.done:
             return False
-        from ...trace.frame import handler_for
+        from ...pyversion import handler_for
         f = self.frame
         if self._delegating():
             return True
@@ -196,8 +196,8 @@ class GeneratorValue(IteratorValue):
         is, with the ``__context__`` it has (PyErr_Restore): the caller's
         handled exception is not chained; raise_at_pause chains the one the
         generator itself handles."""
-        from ...trace.ops.with_ import _as_exception
-        exc = _as_exception(tx, exc)
+        from .exceptions import as_exception
+        exc = as_exception(tx, exc)
         if issubclass(exc.cls, (StopIteration, StopAsyncIteration)):
             raise Unsupported("throwing StopIteration into a generator")
         return UserException(exc.cls, *[a.as_python_constant() if a.is_python_constant() else a for a in exc.args],
@@ -290,7 +290,7 @@ def _closing_runs_code(f, entry, hops: int = 0) -> bool:
     previous exception and 3.12+'s whole-body StopIteration handler run
     nothing either.  Anything not recognised counts as code."""
     import builtins
-    from ...trace.frame import handler_for
+    from ...pyversion import handler_for
     if entry is None:
         return False
     if hops > 16:

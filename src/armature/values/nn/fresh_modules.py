@@ -269,16 +269,16 @@ def record_call(ctx, target: Source, call: tuple) -> None:
         todo.append(_Calls(target, [call]))
 
 
-def emit_setup(ctx):
+def emit_setup(ctx, new_emitter):
     """The setup of a transformed function: the modules made in the frame,
     built in program order, and the conversions made on them, in program
-    order too (an Emitter), or None when there are none."""
+    order too (an Emitter, made by ``new_emitter``: the code generator's,
+    handed in by the driver), or None when there are none."""
     todo = ctx.__dict__.get("new_modules")
     if not todo:
         return None
-    from ...codegen.emitter import Emitter
     from .fresh_module_methods import emit_with_calls
-    out = Emitter()
+    out = new_emitter()
     out._ntemps = 1_000_000   # (its temporaries never meet the body's)
     for c in todo:
         if isinstance(c, _Calls):

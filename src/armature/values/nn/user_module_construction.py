@@ -155,12 +155,11 @@ def _immutable_constant(c) -> bool:
 
 
 def _run_init(tx, sub, fn, source, args, kwargs) -> Value:
-    from ...trace.inline import make_frame
     if tx.depth + 1 > sub.config.inline_depth_limit:
         raise Unsupported("a module constructor too deep in the inlining stack")
     fn_v = wrap(sub, fn, source)
     bound = fn_v.bind(args, kwargs, ctx=sub)
-    return make_frame(sub, fn_v, bound, tx).run()
+    return sub.make_frame(fn_v, bound, tx).run()
 
 
 def _check_clean(sub, what: str, argument_roots: set) -> None:

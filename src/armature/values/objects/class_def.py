@@ -430,13 +430,12 @@ def decorate_made_class(tx, decorator, cls_value: Value, kwargs: dict) -> MadeCl
 def _run_body(tx, body: NestedFunctionValue):
     """Run the class body; its namespace (name -> Value) and its
     ``__class__`` cell (None if no method uses it)."""
-    from ...trace.inline import make_frame
     code = body.code
     if code.co_argcount or code.co_flags & (0x04 | 0x08 | 0x20):
         raise Unsupported("__build_class__ called with a function that is not a class body")
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
         raise Unsupported("a class statement beyond the inlining depth limit")
-    frame = make_frame(tx.ctx, body, {}, tx)
+    frame = tx.ctx.make_frame(body, {}, tx)
     body_cell = None
     if "__class__" in code.co_cellvars:
         body_cell = frame.cells["__class__"] = ClassCellValue()

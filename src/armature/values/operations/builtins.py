@@ -195,7 +195,7 @@ def _resolve_frame_looker(tx, obj):
     return BuiltinValue(stand_in)
 
 
-from ...codegen import zero_arg_super as _zero_arg_super  # noqa: E402
+from ...runtime import super_adapter as _zero_arg_super  # noqa: E402
 
 
 class _BareSuperCall(Value):
@@ -486,10 +486,9 @@ def _pow(tx, a, b, *mod):
 
 @rule(bool)
 def _bool(tx, x=ConstantValue(False)):
-    from ...trace.speculation import DeferredTruth, deferred_truth
-    if isinstance(x, DeferredTruth):
+    if isinstance(x, kinds.DeferredTruth):
         return x
-    deferred = deferred_truth(tx, realize(tx.ctx, x))
+    deferred = tx.deferred_truth(realize(tx.ctx, x))
     if deferred is not None:   # (a later branch on it may be assumed: trace/speculation.py)
         return deferred
     return ConstantValue(x.truth(tx))

@@ -122,13 +122,12 @@ def eval_rule(tx, *args, **kwargs):
         raise _native(tx, "eval() of code that stores names, defines functions or does not compile", args, kwargs)
     if tx.depth + 1 > tx.ctx.config.inline_depth_limit:
         raise _native(tx, "eval() beyond the inlining depth limit", args, kwargs)
-    from ...trace.frame import Frame
     # (3.11/3.12: the frame's one locals() dict, refreshed as eval refreshes
     # it, with the names an earlier exec wrote; 3.13+: a snapshot)
     names = locals_dict(tx, "eval()")
     if has_value_keys(names.items) or not all(isinstance(k, str) for k in names.items):
         raise _native(tx, "eval() with a locals() dict whose keys are not all strings", args, kwargs)
-    frame = Frame(tx.ctx, code, tx.f_globals, {}, {}, tx)
+    frame = tx.child(code, tx.f_globals, {}, {})
     frame.class_namespace = dict(names.items)
     frame.eval_namespace = True
     try:

@@ -281,8 +281,7 @@ def unary_op(tx, op: Callable, a: Value) -> Value:
             raise user_error(TypeError, f"bad operand type for unary {name}: '{a.python_type().__name__}'")
         return res
     if op is operator.not_:
-        from ...trace.speculation import DeferredTruth
-        if isinstance(a, DeferredTruth):
+        if isinstance(a, kinds.DeferredTruth):
             return a.negate()
         return ConstantValue(not a.truth(tx))
     if isinstance(a, TensorValue):

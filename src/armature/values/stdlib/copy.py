@@ -74,11 +74,10 @@ def _probe(tx, sub, obj, name: str):
     """(True, Value) or (False, None) for an AttributeError; Unsupported for
     anything else the hook raises."""
     from ...diagnostics.errors import UserException
-    from ...trace.inline import make_frame
     from ..builder import wrap
     fn_v = wrap(sub, _probe_attr, None)
     try:
-        return True, make_frame(sub, fn_v, fn_v.bind([obj, ConstantValue(name)], {}, ctx=sub), tx).run()
+        return True, sub.make_frame(fn_v, fn_v.bind([obj, ConstantValue(name)], {}, ctx=sub), tx).run()
     except UserException as e:
         if issubclass(e.exc_type, AttributeError):
             return False, None

@@ -337,7 +337,6 @@ def _speculate(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hint: s
     entry's guard asks the cache itself."""
     from ...diagnostics.errors import UserException
     from ...graph.dynamic import DynamicPolicy
-    from ...trace.inline import make_frame
     wrapped = lru.fn.__wrapped__
     if not isinstance(wrapped, type(_speculate)):
         raise Unsupported(f"calling the lru_cache-wrapped {name}, which is not a Python function", hint=hint)
@@ -351,7 +350,7 @@ def _speculate(tx, lru: LruCacheValue, args, objects, kwargs, name: str, hint: s
     # there reaches the trace's own Value of it)
     args = [a if o is None else wrap(sub, o, a.source) for a, o in zip(args, objects)]
     try:
-        frame = make_frame(sub, fn_v, fn_v.bind(list(args), dict(kwargs), ctx=sub), tx)
+        frame = sub.make_frame(fn_v, fn_v.bind(list(args), dict(kwargs), ctx=sub), tx)
         # (a number read from a module stays symbolic until used: its value
         # here, guarded in the sandbox only, as the cache's answer is guarded)
         out = concrete(frame, frame.run())

@@ -237,14 +237,13 @@ def _constant_value(v):
 
 
 def _inline(tx, sub, fn, source, args: list) -> Value:
-    from ...trace.inline import make_frame
     if tx.depth + 1 > sub.config.inline_depth_limit:
         raise Unsupported("custom autograd.Function too deep in the inlining stack")
     fn_v = wrap(sub, fn, source)
     if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE):
         raise Unsupported(f"{fn.__qualname__} is a generator")
     bound = fn_v.bind(args, {}, ctx=sub)
-    return make_frame(sub, fn_v, bound, tx).run()
+    return sub.make_frame(fn_v, bound, tx).run()
 
 
 def _tensor_outputs(out: Value, name: str) -> list:

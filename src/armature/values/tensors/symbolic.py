@@ -549,7 +549,7 @@ class SymbolicNumberValue(Value):
 
     def reconstruct(self, out):
         if self.source is None:   # unbacked: an output of the graph
-            from ...codegen.emitter import GRAPH_OUT
+            from ...names import GRAPH_OUT
             idx = out.graph_output_index(self.as_node())
             out.instr("LOAD_FAST", GRAPH_OUT)
             out.load_const(idx)
