@@ -71,16 +71,16 @@ DEFAULT_MODELS = ("t5", "timm_efficientnet_b0", "mobilenet_v3_small", "timm_conv
 
 # phase name -> (file suffix, function name) whose cumtime measures it
 PHASES = (
-    ("first call, total", ("armature/runtime/compile_frame.py", "compile_call")),
+    ("first call, total", ("armature/driver/compile_frame.py", "compile_call")),
     ("  trace bytecode (Frame.run, root)", ("armature/trace/frame.py", "run")),
     ("    record ops (OutputGraph.create_node)", ("armature/graph/output_graph.py", "create_node")),
     ("    FakeTensorMode dispatch", ("torch/_subclasses/fake_tensor.py", "__torch_dispatch__")),
     ("    fx Graph.create_node", ("torch/fx/graph.py", "create_node")),
     ("    ShapeEnv.create_symbol", ("torch/fx/experimental/symbolic_shapes.py", "create_symbol")),
     ("    fake tensor from real (from_tensor)", ("torch/_subclasses/fake_tensor.py", "from_tensor")),
-    ("  finish (graph, backend, guards, codegen)", ("armature/runtime/compile_frame.py", "_finish")),
+    ("  finish (graph, backend, guards, codegen)", ("armature/driver/compile_frame.py", "_finish")),
     ("    regions.merge", ("armature/graph/regions.py", "merge")),
-    ("    backend call", ("armature/runtime/compile_frame.py", "_compile_graph")),
+    ("    backend call", ("armature/driver/compile_frame.py", "_compile_graph")),
     ("    guard function codegen", ("armature/guards/build.py", "build_guard_function")),
     ("    transformed bytecode codegen", ("armature/codegen/transformed.py", "build_transformed")),
 )

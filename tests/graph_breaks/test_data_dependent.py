@@ -223,7 +223,7 @@ def test_both_branches_cached_after_first_use():
 
 
 def test_while_data_dependent_graph_count():
-    # torch.compile's count, by its loop rule (runtime/native_frames.break_in_loop):
+    # torch.compile's count, by its loop rule (driver/native_frames.break_in_loop):
     # on Python 3.11 the condition's graph, then one graph for "body +
     # condition" that every later iteration reuses (2); on 3.12 and 3.13 the
     # loop's test is a forward jump inside the loop, so the frame runs the
