@@ -58,3 +58,21 @@ def test_the_count_sees_every_kind_of_import(tmp_path, statement):
     _write(tmp_path, "armature/runtime/cache.py", statement)
     found = counter.upward_imports(str(tmp_path), {"runtime": 0, "api": 1})
     assert [(a, b) for a, b, _ in found] == [("runtime", "api")]
+
+
+def test_every_up_call_is_installed_by_its_layer():
+    """What lower layers call above them is in place once armature is
+    imported, and is the very object of the layer that owns it."""
+    import armature
+    from armature import api, upcalls
+    from armature.driver import compile_frame
+    owners = {"api": api, "driver.compile_frame": compile_frame}
+    for name, owner in upcalls.INSTALLED_BY.items():
+        value = getattr(upcalls, name)
+        if name == "module_call_code":
+            assert value is api._module_call.__code__
+        else:
+            assert value is getattr(owners[owner], name)
+    assert upcalls.CompiledFunction is armature.CompiledFunction
+    with pytest.raises(AttributeError, match="no such up-call"):
+        upcalls.install(not_an_up_call=1)
