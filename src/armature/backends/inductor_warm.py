@@ -90,10 +90,13 @@ def process_state() -> tuple:
         mod = sys.modules.get(name)
         if mod is None or not hasattr(mod, "_config"):
             continue
-        for key in sorted(mod._config):
-            if key.startswith("_") or mod._is_default(key):
-                continue
-            overrides.append((name, key, repr(getattr(mod, key))))
+        from torch.utils._config_module import _UNSET_SENTINEL
+        for key, entry in sorted(mod._config.items()):
+            # (what the user set, unless equal to the default: a patch that ran leaves its key set to
+            # the default; what the environment sets is compared as the environment)
+            user = entry.user_override.get()
+            if user is not _UNSET_SENTINEL and repr(user) != repr(entry.default):
+                overrides.append((name, key, repr(user)))
     env = tuple(sorted((k, v) for k, v in os.environ.items()
                        if k.startswith(_ENV_PREFIXES) and k not in _ENV_IGNORED))
     try:
