@@ -344,6 +344,24 @@ def test_inductor_entry_runs_without_importing_inductor(ws):
 
 
 @pytest.mark.inductor
+def test_inductor_module_kept_when_inductors_caches_are_warm(ws):
+    """A cold armature process (its cache emptied) whose inductor caches
+    already hold the graphs still keeps inductor's modules (AOTAutograd's
+    cache would answer without inductor's inner compile: it is skipped for
+    inference graphs), and the next process runs them without inductor."""
+    import shutil
+    ws("nograd", WS_BACKEND="inductor")
+    shutil.rmtree(ws.cache)
+    cold = ws("nograd", WS_BACKEND="inductor")
+    assert cold.stats["traces"] >= 2 and cold.stats["stored"] == 2, cold.stderr
+    assert "artifact" not in cold.stderr, cold.stderr   # (without the skip: "inductor compiled no graph")
+    warm = ws("nograd", WS_BACKEND="inductor")
+    assert warm.stats["loaded"] == 2 and warm.imported == [], warm.stderr
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+
+
+@pytest.mark.inductor
 def test_inductor_module_not_used_under_other_settings(ws):
     """Another thread count (inductor builds its kernels for one) or
     another inductor setting: the stored module is not used; the graph is

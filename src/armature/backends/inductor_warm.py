@@ -148,6 +148,18 @@ class Capture:
             pass
 
 
+def inner_compile_seen(gm, example_inputs):
+    """For an inference graph, AOTAutograd's cache off during the compile:
+    a hit there answers without inductor's inner compile, so no module would
+    be seen to keep; inductor's FX-graph cache still answers the inner
+    compile.  (A graph with a backward keeps it: its module is not kept.)"""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)] + list(gm.parameters())
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return contextlib.nullcontext()
+    from torch._functorch import config as functorch_config
+    return functorch_config.patch(enable_autograd_cache=False)
+
+
 def _foreign_op(gm) -> str | None:
     """An op of the inner graph that is not ATen's, prims' or a region call
     (a custom op: AOTAutograd checks its aliasing on the first call)."""
