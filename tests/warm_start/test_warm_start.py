@@ -198,6 +198,22 @@ def test_warm_process_runs_first_call_without_tracing(ws):
     _same_as_eager(warm)
 
 
+def test_report_marks_loaded_entries(ws):
+    """The run's HTML report (ARMATURE_REPORT) lists the entries a warm
+    process loaded, each marked loaded from disk with its file; a cold
+    run's entries are not marked."""
+    cold_report, warm_report = ws.dir / "cold.html", ws.dir / "warm.html"
+    ws("basic", ARMATURE_REPORT=cold_report)
+    warm = ws("basic", ARMATURE_REPORT=warm_report)
+    assert warm.stats["loaded"] == 2
+    cold_html, warm_html = cold_report.read_text(), warm_report.read_text()
+    assert "loaded from disk" not in cold_html
+    assert warm_html.count("<b>Loaded from disk</b>") == 2, warm_html[-3000:]   # (without: not listed at all)
+    for path in _entry_files(ws.cache):
+        assert path in warm_html
+    assert "Block" in warm_html and "def f(" in warm_html
+
+
 def test_changed_source_recompiles_with_the_new_code(ws):
     ws("basic")
     (ws.dir / "model.py").write_text(MODEL.replace("* K + x.sin()", "* K + x.cos()"))

@@ -494,6 +494,9 @@ def load(cf, cache, args, kwargs) -> int:
         cache.add(entry)
         n += 1
         stats["loaded"] += 1
+        from ..diagnostics import record
+        if record.active:   # (the run's report lists it, marked loaded from disk)
+            record.entry_added(fn, cache, entry, module=cf._module_of_call())
         try:
             os.utime(path)   # (least recently used eviction)
         except OSError:
