@@ -182,6 +182,10 @@ def _encode_artifact(info) -> tuple | None:
         log.debug("inductor's artifact of %s not kept (its graph is compiled again on load): %s",
                   info.fn.__qualname__, e)
         return None
+    except Exception as e:   # noqa: BLE001 - armature's own error (another torch's internals): the graph only
+        log.debug("inductor's artifact of %s not kept (its graph is compiled again on load): internal error "
+                  "%s: %s", info.fn.__qualname__, type(e).__name__, e)
+        return None
     return (data, ext, tuple(sorted(blobs.items())))
 
 
