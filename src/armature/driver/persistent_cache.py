@@ -541,9 +541,12 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     if gm.graph.python_code(root_module="self").src != src:
         raise LookupError("the graph rebuilt from its code differs from the stored one")
     gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
-    example = [torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg)
-               for size, stride, dtype, device, rg in metas]
     fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    # (fake, of static sizes, as the trace hands them over: a real tensor would be
+    # made symbolic by the backend's fakification under this ShapeEnv)
+    example = [fake_mode.from_tensor(
+        torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg),
+        static_shapes=True) for size, stride, dtype, device, rg in metas]
     with tracing(TracingContext(fake_mode)), torch_compat.backend_compile_state():
         compiled = backend(gm, example)
     if not callable(compiled):
