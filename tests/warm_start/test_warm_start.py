@@ -116,12 +116,22 @@ elif what == "grads":
     out["y_eager"] = block(xb)
     out["y_eager"].sum().backward()
     out["gx_eager"], out["gw_eager"] = xb.grad, block.lin.weight.grad
+elif what == "nograd":
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    block = model.Block()
+    xb = torch.randn(2, 8)
+    with torch.no_grad():
+        out["f"] = armature.compile(model.f, backend=backend)(x, y)
+        out["block"] = armature.compile(block, backend=backend)(xb)
+        out["f_eager"] = model.f(x, y)
+        out["block_eager"] = block(xb)
 elif what == "break":
     x = torch.randn(3)
     out["b"] = armature.compile(model.with_break, backend=backend)(x)
     out["b_eager"] = model.with_break(x)
 torch.save(out, os.environ["WS_OUT"])
 print("STATS " + json.dumps(persistent_cache.stats))
+print("IMPORTED " + json.dumps(sorted(m for m in ("torch._inductor", "torch._dynamo") if m in sys.modules)))
 '''
 
 
@@ -132,6 +142,8 @@ class Proc:
         self.stderr = completed.stderr
         line = [ln for ln in completed.stdout.splitlines() if ln.startswith("STATS ")][-1]
         self.stats = json.loads(line[len("STATS "):])
+        line = [ln for ln in completed.stdout.splitlines() if ln.startswith("IMPORTED ")][-1]
+        self.imported = json.loads(line[len("IMPORTED "):])
 
 
 @pytest.fixture
@@ -146,7 +158,8 @@ def ws(tmp_path):
         counter[0] += 1
         out = tmp_path / f"out{counter[0]}.pt"
         e = dict(os.environ, ARMATURE_CACHE="1", ARMATURE_CACHE_DIR=str(cache), WS_OUT=str(out),
-                 PYTHONPATH=os.path.join(ROOT, "src"), PYTHONDONTWRITEBYTECODE="1")
+                 PYTHONPATH=os.path.join(ROOT, "src"), PYTHONDONTWRITEBYTECODE="1",
+                 TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))   # (this test's inductor caches too)
         if logs:
             e["ARMATURE_LOGS"] = "cache"
         e.update({k: str(v) for k, v in env.items()})
@@ -183,6 +196,22 @@ def test_warm_process_runs_first_call_without_tracing(ws):
     for k in cold.out:
         assert torch.equal(cold.out[k], warm.out[k]), k
     _same_as_eager(warm)
+
+
+def test_report_marks_loaded_entries(ws):
+    """The run's HTML report (ARMATURE_REPORT) lists the entries a warm
+    process loaded, each marked loaded from disk with its file; a cold
+    run's entries are not marked."""
+    cold_report, warm_report = ws.dir / "cold.html", ws.dir / "warm.html"
+    ws("basic", ARMATURE_REPORT=cold_report)
+    warm = ws("basic", ARMATURE_REPORT=warm_report)
+    assert warm.stats["loaded"] == 2
+    cold_html, warm_html = cold_report.read_text(), warm_report.read_text()
+    assert "loaded from disk" not in cold_html
+    assert warm_html.count("<b>Loaded from disk</b>") == 2, warm_html[-3000:]   # (without: not listed at all)
+    for path in _entry_files(ws.cache):
+        assert path in warm_html
+    assert "Block" in warm_html and "def f(" in warm_html
 
 
 def test_changed_source_recompiles_with_the_new_code(ws):
@@ -311,6 +340,68 @@ def test_inductor_entry_loads(ws):
     assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
     for k in cold.out:
         assert torch.equal(cold.out[k], warm.out[k]), k
+
+
+@pytest.mark.inductor
+def test_inductor_entry_runs_without_importing_inductor(ws):
+    """A warm process runs inductor's stored module and kernels
+    (backends/inductor_warm.py): neither inductor nor dynamo is imported,
+    and the results are the cold process's, bit for bit."""
+    cold = ws("nograd", WS_BACKEND="inductor")
+    assert cold.stats["stored"] == 2, cold.stderr
+    assert "artifact" not in cold.stderr, cold.stderr   # (kept for both graphs)
+    warm = ws("nograd", WS_BACKEND="inductor")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
+    assert warm.imported == [], warm.stderr   # (without the stored module: inductor compiles from its caches)
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+        if not k.endswith("_eager"):
+            assert torch.allclose(warm.out[k], warm.out[k + "_eager"], atol=1e-5), k
+
+
+@pytest.mark.inductor
+def test_inductor_module_kept_when_inductors_caches_are_warm(ws):
+    """A cold armature process (its cache emptied) whose inductor caches
+    already hold the graphs still keeps inductor's modules (AOTAutograd's
+    cache would answer without inductor's inner compile: it is skipped for
+    inference graphs), and the next process runs them without inductor."""
+    import shutil
+    ws("nograd", WS_BACKEND="inductor")
+    shutil.rmtree(ws.cache)
+    cold = ws("nograd", WS_BACKEND="inductor")
+    assert cold.stats["traces"] >= 2 and cold.stats["stored"] == 2, cold.stderr
+    assert "artifact" not in cold.stderr, cold.stderr   # (without the skip: "inductor compiled no graph")
+    warm = ws("nograd", WS_BACKEND="inductor")
+    assert warm.stats["loaded"] == 2 and warm.imported == [], warm.stderr
+    for k in cold.out:
+        assert torch.equal(cold.out[k], warm.out[k]), k
+
+
+@pytest.mark.inductor
+def test_inductor_module_not_used_under_other_settings(ws):
+    """Another thread count (inductor builds its kernels for one) or
+    another inductor setting: the stored module is not used; the graph is
+    compiled again through inductor, with the right result."""
+    cold = ws("nograd", WS_BACKEND="inductor")
+    for env in ({"OMP_NUM_THREADS": "1"}, {"TORCHINDUCTOR_SIZE_ASSERTS": "0"}):
+        warm = ws("nograd", WS_BACKEND="inductor", **env)
+        assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
+        assert "inductor's settings differ from the compiling process's" in warm.stderr, warm.stderr
+        assert "torch._inductor" in warm.imported
+        for k in cold.out:
+            assert torch.allclose(cold.out[k], warm.out[k], atol=1e-6), k
+
+
+@pytest.mark.inductor
+def test_inductor_training_graph_is_compiled_again_and_right(ws):
+    """A graph with a backward keeps AOTAutograd's autograd function: no
+    stored module; the warm process compiles through inductor's caches."""
+    cold = ws("grads", WS_BACKEND="inductor")
+    assert "not an inference graph" in cold.stderr, cold.stderr
+    warm = ws("grads", WS_BACKEND="inductor")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 1, warm.stderr
+    for k in cold.out:
+        assert torch.allclose(cold.out[k], warm.out[k], atol=1e-6), k
 
 
 def test_dynamic_sizes_with_a_compiling_backend_are_not_stored(ws):

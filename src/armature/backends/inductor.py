@@ -171,6 +171,16 @@ def inductor(
     # (inductor's caches keyed on the CPU's vector ISA as well: a cache filled on another machine
     # or under another ATEN_CPU_CAPABILITY must miss, not serve kernels of another vector width)
     inner = keyed_inner_compile(inner)
-    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa():
-        return compile_with_static_inputs(
+    capture = None
+    skip_aot_cache = contextlib.nullcontext()
+    if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
+        from . import inductor_warm
+        capture = inductor_warm.Capture(gm)
+        inner = capture.wrap(inner)
+        skip_aot_cache = inductor_warm.inner_compile_seen(gm, example_inputs)
+    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(), skip_aot_cache:
+        compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
+    if capture is not None:
+        capture.remember(compiled)
+    return compiled

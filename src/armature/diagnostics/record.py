@@ -54,6 +54,8 @@ class EntryRecord:
     lines: dict = field(default_factory=dict)
     #: index of its graph in the run (None: no graph)
     graph_index: int | None = None
+    #: the file it was loaded from (the warm start: driver/persistent_cache.py), None: compiled in this run
+    loaded_from: str | None = None
 
 
 @dataclass
@@ -193,8 +195,9 @@ def entry_added(fn, cache, entry, module=None) -> None:
     from .. import upcalls
     from ..names import ORIGIN, origin_of
     from .hints import hint_for
+    loaded_from = getattr(entry, "loaded_from", None)
     if module is None and entry.graph_module is None and entry.fallback_reason is None and \
-            origin_of(cache.code)[0] is upcalls.module_call_code:
+            loaded_from is None and origin_of(cache.code)[0] is upcalls.module_call_code:
         return   # the tail of armature's own call of a compiled module: nothing of the user's
     f = _function_record(fn, module, cache)
     now = time.perf_counter() - _RECORD.started
@@ -209,10 +212,12 @@ def entry_added(fn, cache, entry, module=None) -> None:
     e = EntryRecord(entry, cache.code, cache.code in ORIGIN, max(0.0, now - entry.compile_time_s),
                     entry.trace_time_s, entry.backend_time_s, entry.op_count, brk, entry.fallback_reason,
                     hint_for(entry.fallback_reason) if entry.fallback_reason else None)
+    e.loaded_from = loaded_from
     gm = entry.graph_module
-    if gm is not None:
+    if gm is not None or (loaded_from is not None and entry.compiled_graph is not None):
         e.graph_index = _RECORD.graph_count
         _RECORD.graph_count += 1
+    if gm is not None:
         lines: dict = {}
         for node in gm.graph.nodes:
             for where in node.meta.get("armature_stack", ()):

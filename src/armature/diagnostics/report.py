@@ -112,6 +112,7 @@ def _function_view(index: int, f: FunctionRecord) -> dict:
             "guards": guards, "guards_more": more, "n_guards": len(e.entry.guards),
             "fx": fx, "fx_more": fx_more,
             "specializations": [str(s) for s in e.entry.specializations],
+            "loaded_from": e.loaded_from,
         })
     from .hints import hint_for
     return {

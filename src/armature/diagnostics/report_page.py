@@ -164,7 +164,8 @@ then backend <span class="swatch" style="background:#f0a040"></span>; {{ "%.0f"|
 <summary>entry {{ e.k }}{% if e.resume %} (resume function){% endif %}:
 {% if e.graph is not none %}<span class="swatch" style="background:{{ e.colour }}"></span> graph {{ e.graph }}, {{ e.ops }} ops{% elif e.fallback %}<span class="bad">runs as Python</span>{% else %}no graph{% endif %}
 &middot; {{ e.n_guards }} guards &middot; trace {{ "%.1f"|format(e.trace_ms) }} ms, backend {{ "%.1f"|format(e.backend_ms) }} ms
-{% if e["break"] %}&middot; <span class="bad">ends at a graph break</span>{% endif %}</summary>
+{% if e["break"] %}&middot; <span class="bad">ends at a graph break</span>{% endif %}{% if e.loaded_from %} &middot; loaded from disk{% endif %}</summary>
+{% if e.loaded_from %}<p><b>Loaded from disk</b> (the warm start: not traced or compiled in this run): <code>{{ e.loaded_from }}</code></p>{% endif %}
 {% if e["break"] %}<p><b>Graph break:</b> {{ e["break"].reason.splitlines()[0] }}{% if e["break"].filename %} at <code>{{ e["break"].filename }}:{{ e["break"].lineno }}</code> <code>{{ e["break"].source_line }}</code>{% endif %}<br>
 <span class="hint">Hint: {{ e["break"].hint }}</span></p>{% endif %}
 {% if e.fallback %}<p><b>Runs as Python:</b> {{ e.fallback }}<br><span class="hint">Hint: {{ e.fallback_hint }}</span></p>{% endif %}

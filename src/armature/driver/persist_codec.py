@@ -64,6 +64,8 @@ class PersistInfo:
     has_setup: bool
     #: the graph has regions and was compiled with regions.backend_for's variant of the backend
     regions_backend: bool = False
+    #: inductor's artifact as stored (set while encoding: its kernel libraries are written beside the entry)
+    graph_artifact: Any = None
 
 
 # --- files and code ---------------------------------------------------------

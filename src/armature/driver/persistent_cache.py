@@ -164,7 +164,29 @@ def _encode_graph(info) -> tuple | None:
                   codec.encode_fx_graph(gm.graph))
     from ..names import STATIC_INPUTS_META
     return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
-            bool(info.regions_backend))
+            bool(info.regions_backend), _encode_artifact(info) if not eager else None)
+
+
+def _encode_artifact(info) -> tuple | None:
+    """Inductor's compiled module, its kernels' libraries and what calls it
+    (backends/inductor_warm.py), so a warm process runs it without
+    inductor; None (logged) when it cannot be kept: the warm process then
+    compiles the graph again through inductor's caches."""
+    if info.backend.name != "inductor":
+        return None
+    from ..backends import inductor_warm
+    try:
+        data, blobs, extern = inductor_warm.artifact(info.compiled)
+        ext = tuple((name, codec.encode(obj)) for name, obj in extern.items())
+    except (inductor_warm.NoArtifact, NotStorable) as e:
+        log.debug("inductor's artifact of %s not kept (its graph is compiled again on load): %s",
+                  info.fn.__qualname__, e)
+        return None
+    except Exception as e:   # noqa: BLE001 - armature's own error (another torch's internals): the graph only
+        log.debug("inductor's artifact of %s not kept (its graph is compiled again on load): internal error "
+                  "%s: %s", info.fn.__qualname__, type(e).__name__, e)
+        return None
+    return (data, ext, tuple(sorted(blobs.items())))
 
 
 def _encode_subgraph(sub) -> tuple:
@@ -214,6 +236,7 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
             files.add(origin)
     guards = tuple(codec.encode_guard(g) for g in info.guards)
     graph = _encode_graph(info)
+    info.graph_artifact = graph[7] if graph is not None else None
     special = {id(info.compiled): ("special", "graph")} if info.compiled is not None else {}
     code, patches = codec.encode_code(entry.transformed_code, special)
     hints = []   # dynamic-shape decisions (hints for later traces: one that cannot be written is left out)
@@ -282,6 +305,10 @@ def store(cf, cache, entry) -> None:
     path = os.path.join(folder, digest.hex()[:32] + ".entry")
     try:
         os.makedirs(folder, exist_ok=True)
+        artifact = entry.persist.graph_artifact
+        if artifact is not None:   # (the kernels' libraries, where a warm load finds them without writing)
+            for h, blob in artifact[2]:
+                _kernel_file(root, h, blob)
         _atomic_write(path, _MAGIC + digest + data)
         os.makedirs(os.path.join(root, "index"), exist_ok=True)
         _atomic_write(os.path.join(root, "index", _code_index(cf._fn)), marshal.dumps(parts))
@@ -307,6 +334,22 @@ def _atomic_write(path: str, data: bytes) -> None:
         raise
 
 
+def _kernel_file(root: str, digest: str, blob: bytes) -> str:
+    """The path of a kernel library of an inductor artifact (named by its
+    hash, written from the entry when missing or not that content)."""
+    folder = os.path.join(root, "kernels")
+    path = os.path.join(folder, digest + ".so")
+    try:
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() == digest:
+                return path
+    except OSError:
+        pass
+    os.makedirs(folder, exist_ok=True)
+    _atomic_write(path, blob)
+    return path
+
+
 def _turn_off(reason: str) -> None:
     global _disabled_reason
     if _disabled_reason is None:
@@ -324,7 +367,7 @@ def entries_on_disk(root: str) -> list[tuple[str, int, float]]:
     except OSError:
         return out
     for k in keys:
-        if k != "index":
+        if k not in ("index", "kernels"):
             out.extend(_entries_in(os.path.join(root, k)))
     return out
 
@@ -455,6 +498,9 @@ def load(cf, cache, args, kwargs) -> int:
         cache.add(entry)
         n += 1
         stats["loaded"] += 1
+        from ..diagnostics import record
+        if record.active:   # (the run's report lists it, marked loaded from disk)
+            record.entry_added(fn, cache, entry, module=cf._module_of_call())
         try:
             os.utime(path)   # (least recently used eviction)
         except OSError:
@@ -495,14 +541,37 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     if gm.graph.python_code(root_module="self").src != src:
         raise LookupError("the graph rebuilt from its code differs from the stored one")
     gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
-    example = [torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg)
-               for size, stride, dtype, device, rg in metas]
     fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    # (fake, of static sizes, as the trace hands them over: a real tensor would be
+    # made symbolic by the backend's fakification under this ShapeEnv)
+    example = [fake_mode.from_tensor(
+        torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg),
+        static_shapes=True) for size, stride, dtype, device, rg in metas]
     with tracing(TracingContext(fake_mode)), torch_compat.backend_compile_state():
         compiled = backend(gm, example)
     if not callable(compiled):
         raise LookupError(f"backend {backend!r} returned {compiled!r}")
     return compiled
+
+
+def _load_artifact(fn, artifact, values: dict):
+    """Inductor's stored module for the graph, run without inductor
+    (backends/inductor_warm.py); None (logged) when it cannot be used: the
+    graph is then compiled again through inductor's caches."""
+    from ..backends import inductor_warm
+    data, ext, blobs = artifact
+    try:
+        root = cache_root()
+        files = {h: _kernel_file(root, h, blob) for h, blob in blobs}
+        extern = {name: codec.decode(enc) for name, enc in ext}
+        return inductor_warm.load(data, files, extern, values)
+    except (LookupError, OSError) as e:
+        log.debug("inductor's stored module of %s not used (compiled again through inductor's caches): %s",
+                  fn.__qualname__, e)
+    except Exception as e:   # noqa: BLE001 - armature's own error: compile instead
+        log.debug("inductor's stored module of %s not used: internal error %s: %s", fn.__qualname__,
+                  type(e).__name__, e)
+    return None
 
 
 def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
@@ -523,9 +592,7 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     special = {}
     graph = payload["graph"]
     if graph is not None:
-        src, names, attrs, inputs, static_inputs, subgraphs, regions_backend = graph
-        ns = {k: codec.decode(v) for k, v in names}
-        exec(compile(src, f"<armature graph of {fn.__qualname__} loaded from {os.path.basename(path)}>", "exec"), ns)
+        src, names, attrs, inputs, static_inputs, subgraphs, regions_backend, artifact = graph
         values = {}
         for name, enc in attrs:
             value = read(codec.decode_source(enc))
@@ -533,10 +600,15 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
                 raise LookupError(f"the graph's attribute {name} is no longer a tensor")
             values[name] = value
         if inputs is None:   # eager: the graph's code is what runs
+            ns = {k: codec.decode(v) for k, v in names}
+            exec(compile(src, f"<armature graph of {fn.__qualname__} loaded from {os.path.basename(path)}>", "exec"),
+                 ns)
             holder = _GraphAttrs()
             for name, value in values.items():
                 setattr(holder, name, value)
             special["graph"] = types.MethodType(ns["forward"], holder)
+        elif artifact is not None and (loaded := _load_artifact(fn, artifact, values)) is not None:
+            special["graph"] = loaded
         else:
             backend = cf._backend
             if regions_backend:
