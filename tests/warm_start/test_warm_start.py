@@ -19,6 +19,8 @@ import textwrap
 import pytest
 import torch
 
+from armature.backends import inductor_warm
+
 from machine import generous
 
 pytestmark = pytest.mark.armature_only
@@ -342,7 +344,14 @@ def test_inductor_entry_loads(ws):
         assert torch.equal(cold.out[k], warm.out[k]), k
 
 
+#: inductor's module is kept on torch 2.13+ only (backends/inductor_warm.py SUPPORTED); on 2.11-2.12 the
+#: stored graph compiles again through inductor's caches, which the other inductor tests cover
+KEEPS_INDUCTOR_MODULE = pytest.mark.skipif(not inductor_warm.SUPPORTED,
+                                           reason=f"torch {torch.__version__}: inductor's module is not kept before 2.13")
+
+
 @pytest.mark.inductor
+@KEEPS_INDUCTOR_MODULE
 def test_inductor_entry_runs_without_importing_inductor(ws):
     """A warm process runs inductor's stored module and kernels
     (backends/inductor_warm.py): neither inductor nor dynamo is imported,
@@ -360,6 +369,7 @@ def test_inductor_entry_runs_without_importing_inductor(ws):
 
 
 @pytest.mark.inductor
+@KEEPS_INDUCTOR_MODULE
 def test_inductor_module_kept_when_inductors_caches_are_warm(ws):
     """A cold armature process (its cache emptied) whose inductor caches
     already hold the graphs still keeps inductor's modules (AOTAutograd's
@@ -378,6 +388,7 @@ def test_inductor_module_kept_when_inductors_caches_are_warm(ws):
 
 
 @pytest.mark.inductor
+@KEEPS_INDUCTOR_MODULE
 def test_inductor_module_not_used_under_other_settings(ws):
     """Another thread count (inductor builds its kernels for one) or
     another inductor setting: the stored module is not used; the graph is
@@ -397,7 +408,8 @@ def test_inductor_training_graph_is_compiled_again_and_right(ws):
     """A graph with a backward keeps AOTAutograd's autograd function: no
     stored module; the warm process compiles through inductor's caches."""
     cold = ws("grads", WS_BACKEND="inductor")
-    assert "not an inference graph" in cold.stderr, cold.stderr
+    if inductor_warm.SUPPORTED:   # (before 2.13 no module is kept for any graph)
+        assert "not an inference graph" in cold.stderr, cold.stderr
     warm = ws("grads", WS_BACKEND="inductor")
     assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 1, warm.stderr
     for k in cold.out:

@@ -173,11 +173,20 @@ def inductor(
     inner = keyed_inner_compile(inner)
     capture = None
     skip_aot_cache = contextlib.nullcontext()
-    if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
-        from . import inductor_warm
-        capture = inductor_warm.Capture(gm)
-        inner = capture.wrap(inner)
-        skip_aot_cache = inductor_warm.inner_compile_seen(gm, example_inputs)
+    from . import inductor_warm
+    if armature_config.cache and inductor_warm.SUPPORTED:   # (the warm start keeps what inductor made)
+        try:
+            capture = inductor_warm.Capture(gm)
+            inner = capture.wrap(inner)
+            skip_aot_cache = inductor_warm.inner_compile_seen(gm, example_inputs)
+        except Exception as e:  # noqa: BLE001 - only the warm start may lose, never the compile
+            from ..diagnostics.errors import strict_internal_errors
+            if strict_internal_errors():
+                raise
+            from ..diagnostics import logs
+            logs.artifact("cache").debug("inductor's module will not be kept for the warm start: internal error "
+                                         "%s: %s", type(e).__name__, e)
+            capture = None
     with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(), skip_aot_cache:
         compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))

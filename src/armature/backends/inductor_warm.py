@@ -33,6 +33,7 @@ armature's cache directory, which is trusted as the user's own code is
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.util
@@ -45,6 +46,8 @@ import weakref
 from typing import Any
 
 import torch
+
+from .. import torch_compat
 
 FORMAT = 1
 
@@ -77,6 +80,13 @@ def _cpu_flags() -> str:
     return platform.processor() or "?"
 
 
+#: the torch releases whose inductor this module reads (the C++ code cache's
+#: list of loaded kernel modules, CompiledFxGraph's input-alignment flag: torch
+#: 2.13+); on 2.11 and 2.12 nothing is kept, and a warm process compiles the
+#: stored graph again through inductor's caches
+SUPPORTED = torch_compat.at_least((2, 13))
+
+
 def process_state() -> tuple:
     """What inductor's FX-graph cache keys on besides the graph and the
     versions (armature's key holds those): the settings users change in
@@ -94,7 +104,9 @@ def process_state() -> tuple:
         for key, entry in sorted(mod._config.items()):
             # (what the user set, unless equal to the default: a patch that ran leaves its key set to
             # the default; what the environment sets is compared as the environment)
-            user = entry.user_override.get()
+            user = entry.user_override
+            if isinstance(user, contextvars.ContextVar):   # (torch 2.13+; 2.11-2.12: the value itself)
+                user = user.get()
             if user is not _UNSET_SENTINEL and repr(user) != repr(entry.default):
                 overrides.append((name, key, repr(user)))
     env = tuple(sorted((k, v) for k, v in os.environ.items()
@@ -217,6 +229,7 @@ def artifact(compiled) -> tuple[tuple, dict, dict]:
         cap = _CAPTURED.get(compiled)
     except TypeError:
         cap = None
+    _check(SUPPORTED, f"torch {torch.__version__} (inductor's module is kept on torch 2.13 and later)")
     _check(cap is not None, "inductor's compile was not seen (answered by AOTAutograd's cache)")
     code = getattr(compiled, "__code__", None)
     if code is not None and code.co_qualname == "DisableContext.__call__.<locals>._fn":
