@@ -43,7 +43,6 @@ from dataclasses import dataclass
 import torch
 
 from ..diagnostics.errors import ArmatureError
-from ..values.base import Value  # noqa: F401
 from ..values.tensors.deferred_truth import DeferredTruth
 
 #: how far along a branch side to look for its ``raise``
