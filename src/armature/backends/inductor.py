@@ -171,25 +171,33 @@ def inductor(
     # (inductor's caches keyed on the CPU's vector ISA as well: a cache filled on another machine
     # or under another ATEN_CPU_CAPABILITY must miss, not serve kernels of another vector width)
     inner = keyed_inner_compile(inner)
-    capture = None
-    skip_aot_cache = contextlib.nullcontext()
-    from . import inductor_warm
-    if armature_config.cache and inductor_warm.SUPPORTED:   # (the warm start keeps what inductor made)
-        try:
-            capture = inductor_warm.Capture(gm)
-            inner = capture.wrap(inner)
-            skip_aot_cache = inductor_warm.inner_compile_seen(gm, example_inputs)
-        except Exception as e:  # noqa: BLE001 - only the warm start may lose, never the compile
-            from ..diagnostics.errors import strict_internal_errors
-            if strict_internal_errors():
-                raise
-            from ..diagnostics import logs
-            logs.artifact("cache").debug("inductor's module will not be kept for the warm start: internal error "
-                                         "%s: %s", type(e).__name__, e)
-            capture = None
+    capture, skip_aot_cache = None, contextlib.nullcontext()
+    if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
+        capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
     with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(), skip_aot_cache:
         compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
     if capture is not None:
         capture.remember(compiled)
     return compiled
+
+
+def _warm_start_capture(gm, example_inputs, inner):
+    """(capture, inner compile, context) that keep what inductor makes for
+    ``gm`` (backends/inductor_warm.py); on torch before 2.13, or on an error
+    of armature's own (strict in tests), nothing is kept and the compile is
+    unchanged: only the warm start may lose."""
+    from . import inductor_warm
+    if not inductor_warm.SUPPORTED:
+        return None, inner, contextlib.nullcontext()
+    try:
+        capture = inductor_warm.Capture(gm)
+        return capture, capture.wrap(inner), inductor_warm.inner_compile_seen(gm, example_inputs)
+    except Exception as e:  # noqa: BLE001
+        from ..diagnostics.errors import strict_internal_errors
+        if strict_internal_errors():
+            raise
+        from ..diagnostics import logs
+        logs.artifact("cache").debug("inductor's module will not be kept for the warm start: internal error "
+                                     "%s: %s", type(e).__name__, e)
+        return None, inner, contextlib.nullcontext()

@@ -69,7 +69,11 @@ _ENV_PREFIXES = ("TORCHINDUCTOR_", "TORCH_COMPILE", "INDUCTOR_", "TORCHDYNAMO_",
 _ENV_IGNORED = ("TORCHINDUCTOR_CACHE_DIR", "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE")
 
 
+@functools.cache
 def _cpu_flags() -> str:
+    """The CPU's feature flags, hashed: fixed for a process, read once.
+    (Not inductor_cache_key.cpu_isa_fingerprint: that asks inductor's
+    ``cpu_vec_isa``, and a warm process must not import inductor.)"""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

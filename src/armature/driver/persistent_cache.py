@@ -183,6 +183,9 @@ def _encode_artifact(info) -> tuple | None:
                   info.fn.__qualname__, e)
         return None
     except Exception as e:   # noqa: BLE001 - armature's own error (another torch's internals): the graph only
+        from ..diagnostics.errors import strict_internal_errors
+        if strict_internal_errors():
+            raise
         log.debug("inductor's artifact of %s not kept (its graph is compiled again on load): internal error "
                   "%s: %s", info.fn.__qualname__, type(e).__name__, e)
         return None
