@@ -45,6 +45,16 @@ def layers(config_path: str = os.path.join(ROOT, ".importlinter")) -> dict[str, 
     return out
 
 
+def resolve(node: ast.ImportFrom, package: str | None) -> str:
+    """The absolute module a ``from ... import`` names, written in
+    ``package`` (tools/move_modules.py uses it too)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(path: str, package: str):
     """(line, absolute module) of each import statement of one file."""
     tree = ast.parse(open(path, encoding="utf-8").read(), path)
@@ -53,12 +63,7 @@ def _imports(path: str, package: str):
             for a in node.names:
                 yield node.lineno, [a.name]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = resolve(node, package)
             # ``from armature import api`` reaches api, not the root
             yield node.lineno, [f"{mod}.{a.name}" for a in node.names] if mod == "armature" else [mod]
 

@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 
+from count_upward_imports import resolve   # (this script's folder is on sys.path)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src")
 TREES = ("src", "tests", "benchmarks", "demo", "tools", "examples")
@@ -32,14 +34,6 @@ def module_of(path: str) -> tuple[str, str] | None:
         mod = mod[:-9]
         return mod, mod
     return mod, mod.rsplit(".", 1)[0]
-
-
-def resolve(node: ast.ImportFrom, package: str | None) -> str:
-    if not node.level:
-        return node.module
-    base = package.split(".")
-    base = base[:len(base) - (node.level - 1)]
-    return ".".join(base) + ("." + node.module if node.module else "")
 
 
 def relative(target: str, package: str) -> tuple[int, str]:
