@@ -188,3 +188,15 @@ def test_dynamo_is_only_imported_by_torch_itself(child_report):
 def test_dynamo_compiled_nothing(child_report):
     assert child_report["dynamo_counters"] == {}
     assert child_report["callbacks"] == ["None"] * 3  # compile, call, call
+
+
+def test_import_armature_does_not_load_sympy():
+    """symbolic_shapes (and with it sympy) is a quarter of ``import armature``;
+    a process that only runs entries loaded from disk (the warm start) never
+    needs it, so the tracer imports it when it first traces."""
+    code = ("import sys, torch\nbefore = 'sympy' in sys.modules\nimport armature\n"
+            "print(before, 'sympy' in sys.modules, 'torch.fx.experimental.symbolic_shapes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=generous(120),
+                         env=dict(os.environ, PYTHONPATH=SRC))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "False"]

@@ -23,7 +23,6 @@ from typing import Any
 import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
-from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 
 from ..diagnostics.errors import ArmatureError
 from ..guards.sources import Source
@@ -197,6 +196,9 @@ def _is_module_state(source: Source) -> bool:
 def dims_for_tensor(policy: DynamicPolicy, real: torch.Tensor, source: Source) -> StatelessSymbolicContext | None:
     """The symbolic context of a tensor input, or None when every dim is
     static.  Parameters and buffers stay static unless marked or whitelisted."""
+    # (imported here: symbolic_shapes brings sympy, a quarter of ``import armature``, which a
+    # process that only runs entries loaded from disk never needs)
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
     ndim = real.dim()
     if ndim == 0:
         return None

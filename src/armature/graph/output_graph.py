@@ -15,7 +15,6 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from .. import torch_compat
 from ..diagnostics.errors import Unsupported
@@ -51,6 +50,7 @@ class GraphInput:
 
 class OutputGraph:
     def __init__(self, scalar_outputs: bool = False, dynamic_output_shapes: bool = False, name_prefix: str = "___"):
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv   # (not at import: sympy, graph/dynamic.py)
         self.shape_env = ShapeEnv(allow_scalar_outputs=scalar_outputs,
                                   allow_dynamic_output_shape_ops=dynamic_output_shapes)
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
