@@ -42,6 +42,10 @@ Usage:  python benchmarks/gpu.py --out DIR [--quick] [--only a,b] [--device cuda
 from __future__ import annotations
 
 import os
+
+# (this measures compiling: the persistent compile cache, on by default, would answer a second
+# run from disk; benchmarks/warm_start.py measures that; child processes inherit it)
+os.environ["ARMATURE_CACHE"] = "0"
 import sys
 
 # The caches are off for every process of the run (the children inherit it);

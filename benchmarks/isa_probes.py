@@ -16,6 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+
+# (this measures compiling: the persistent compile cache, on by default, would answer a second
+# run from disk; benchmarks/warm_start.py measures that; child processes inherit it)
+os.environ["ARMATURE_CACHE"] = "0"
 import statistics
 import subprocess
 import sys

@@ -28,6 +28,10 @@ import datetime as _dt
 import gc
 import json
 import os
+
+# (this measures compiling: the persistent compile cache, on by default, would answer a second
+# run from disk; benchmarks/warm_start.py measures that; child processes inherit it)
+os.environ["ARMATURE_CACHE"] = "0"
 import platform
 import statistics
 import sys

@@ -51,6 +51,10 @@ import contextlib
 import cProfile
 import io
 import os
+
+# (this measures compiling: the persistent compile cache, on by default, would answer a second
+# run from disk; benchmarks/warm_start.py measures that; child processes inherit it)
+os.environ["ARMATURE_CACHE"] = "0"
 import pstats
 import statistics
 import sys
