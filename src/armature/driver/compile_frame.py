@@ -412,6 +412,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
         entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=gm, compiled=called, backend=backend,
                                     attr_sources=dict(graph.attr_sources), input_sources=input_sources,
                                     traced_files=frozenset(ctx.traced_files), unstorable=unstorable,
+                                    unfiled_code=tuple(ctx.unfiled_code),
                                     has_setup=bool(ctx.__dict__.get("new_modules")),
                                     regions_backend=compiled is not None and gm is merged and regions_backend is not backend)
     explain.record(entry)

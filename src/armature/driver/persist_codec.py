@@ -66,6 +66,8 @@ class PersistInfo:
     regions_backend: bool = False
     #: inductor's artifact as stored (set while encoding: its kernel libraries are written beside the entry)
     graph_artifact: Any = None
+    #: code traced that comes from no file (TraceContext.unfiled_code)
+    unfiled_code: tuple = ()
 
 
 # --- files and code ---------------------------------------------------------
@@ -108,8 +110,57 @@ def file_hash(path: str) -> str | None:
 
 def code_hash(code: types.CodeType) -> str:
     """Bytecode, constants, names and closure layout of a code object (and
-    of the code objects nested in it)."""
-    return hashlib.sha256(marshal.dumps(code)).hexdigest()
+    of the code objects nested in it).  Not ``marshal.dumps(code)``: marshal
+    marks an object it may meet again by its reference count at that moment,
+    so one unchanged code object dumps differently as other references to its
+    constants come and go (seen: a library function's hash changed within a
+    process), and it writes a frozenset constant in hash-seed order."""
+    h = hashlib.sha256()
+    _digest_code(h, code)
+    return h.hexdigest()
+
+
+def _digest_code(h, code: types.CodeType) -> None:
+    h.update(repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_nlocals,
+                   code.co_flags, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+                   code.co_filename, code.co_name, getattr(code, "co_qualname", None), code.co_firstlineno,
+                   len(code.co_consts))).encode())
+    h.update(code.co_code)
+    h.update(code.co_linetable)
+    h.update(getattr(code, "co_exceptiontable", b""))
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            h.update(b"<code>")
+            _digest_code(h, c)
+        else:
+            h.update(_const_text(c).encode())
+            h.update(b"\0")
+
+
+def _const_text(c) -> str:
+    """A code constant spelt independently of hash seeds and reference counts."""
+    if type(c) is tuple:
+        return "(" + ",".join(_const_text(x) for x in c) + ")"
+    if type(c) is frozenset:
+        return "frozenset{" + ",".join(sorted(_const_text(x) for x in c)) + "}"
+    if isinstance(c, types.CodeType):
+        return "code:" + code_hash(c)
+    return f"{type(c).__name__}:{c!r}"
+
+
+def check_unfiled_code(codes, guards) -> None:
+    """Code traced from no file (``<string>``: no content hash can vouch for
+    it) is accepted only as the code of a function an identity guard of the
+    entry names: that guard's reference is checked by code hash on load
+    (resolve_ref), and its module's file by content.  Anything else raises
+    NotStorable."""
+    if not codes:
+        return
+    named = {id(c) for g in guards if g.kind is Kind.ID_MATCH and (c := named_code(g.expected)) is not None}
+    for code in codes:
+        if id(code) not in named:
+            raise NotStorable(f"code {code.co_qualname if hasattr(code, 'co_qualname') else code.co_name} from "
+                              f"{code.co_filename} is not a function a guard names (nothing on disk vouches for it)")
 
 
 def origin_of_file(path: str | None) -> tuple | None:
@@ -135,11 +186,60 @@ def _resolve(mod: str, qualname: str, importing: bool) -> Any:
 
 
 def _defining_file(obj) -> str | None:
+    """The file whose content vouches for ``obj``'s definition: its code's
+    file, or its module's (a class; a function whose code was made by exec,
+    as a dataclass's ``__init__`` is: its file is ``<string>``, and what
+    generated it is the class in that module)."""
     code = getattr(obj, "__code__", None)
-    if isinstance(code, types.CodeType):
+    if isinstance(code, types.CodeType) and not code.co_filename.startswith("<"):
         return code.co_filename
     mod = sys.modules.get(getattr(obj, "__module__", None) or "")
     return getattr(mod, "__file__", None)
+
+
+def _named_function(obj) -> types.FunctionType | None:
+    """The function a descriptor wraps (a property's getter, a classmethod's
+    or staticmethod's function, a cached_property's), whose qualified name
+    says which class holds the descriptor."""
+    import functools
+    if isinstance(obj, property):
+        fn = obj.fget
+    elif isinstance(obj, (classmethod, staticmethod)):
+        fn = obj.__func__
+    elif isinstance(obj, functools.cached_property):
+        fn = obj.func
+    else:
+        return None
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
+def _descriptor_ref(obj) -> tuple | None:
+    """("attr", module, class qualname, name, origin, code hash) of a
+    descriptor held in a class's ``__dict__`` (an identity guard on
+    ``type(self).__dict__['output_attentions']``), or None."""
+    fn = _named_function(obj)
+    if fn is None or not isinstance(fn.__module__, str) or "<" in fn.__qualname__ or "." not in fn.__qualname__:
+        return None
+    owner_qn = fn.__qualname__.rsplit(".", 1)[0]
+    try:
+        owner = _resolve(fn.__module__, owner_qn, importing=False)
+    except Exception:   # noqa: BLE001 - not reachable by that name
+        return None
+    if not isinstance(owner, type):
+        return None
+    names = [k for k, v in vars(owner).items() if v is obj]
+    if len(names) != 1:
+        return None
+    return ("attr", fn.__module__, owner_qn, names[0], origin_of_file(_defining_file(fn)), code_hash(fn.__code__))
+
+
+def named_code(obj) -> types.CodeType | None:
+    """The code an identity guard on ``obj`` vouches for (its code hash is
+    checked on load): a function's, or a descriptor's function's."""
+    if isinstance(obj, types.CodeType):
+        return obj
+    fn = obj if isinstance(obj, types.FunctionType) else _named_function(obj)
+    return fn.__code__ if fn is not None else None
 
 
 def ref_of(obj) -> tuple:
@@ -148,6 +248,11 @@ def ref_of(obj) -> tuple:
         if sys.modules.get(obj.__name__) is obj:
             return ("mod", obj.__name__)
         raise NotStorable(f"module {obj.__name__} is not the one imported under that name")
+    if obj is sys.modules:   # (the import guards' ``sys.modules.get(name) is module``)
+        return ("sys.modules",)
+    import logging
+    if isinstance(obj, logging.Logger) and logging.getLogger(obj.name) is obj:   # (a module's ``logger``)
+        return ("logger", obj.name)
     if type(obj) is dict:
         name = obj.get("__name__")
         m = sys.modules.get(name) if isinstance(name, str) else None
@@ -164,12 +269,23 @@ def ref_of(obj) -> tuple:
             found = _resolve(mod, qn, importing=False)
         except Exception:   # noqa: BLE001 - not reachable by that name
             found = None
+        depth = 0   # (a decorated function: the guards name the function the decorator wraps)
+        while found is not obj and depth < _MAX_UNWRAP and isinstance(found, types.FunctionType) \
+                and isinstance(getattr(found, "__wrapped__", None), types.FunctionType):
+            found, depth = found.__wrapped__, depth + 1
         if found is obj:
             code = getattr(obj, "__code__", None)
-            return ("obj", mod, qn, origin_of_file(_defining_file(obj)),
-                    code_hash(code) if isinstance(code, types.CodeType) else None)
+            origin = origin_of_file(_defining_file(obj))
+            chash = code_hash(code) if isinstance(code, types.CodeType) else None
+            return ("obj", mod, qn, origin, chash) if depth == 0 else ("unwrap", mod, qn, depth, origin, chash)
+    ref = _descriptor_ref(obj)
+    if ref is not None:
+        return ref
     raise NotStorable(f"{type(obj).__name__} object {_short(obj)} cannot be named by an import path")
 
+
+#: how many ``__wrapped__`` links (functools.wraps decorators) a named function may be behind
+_MAX_UNWRAP = 4
 
 _TORCH_GLOBALS: dict | None = None
 
@@ -204,24 +320,44 @@ def resolve_ref(ref: tuple) -> Any:
     """The object a ref names in this process; raises LookupError (with why)
     when it is not the one the entry was built with."""
     kind = ref[0]
+    if kind == "sys.modules":
+        return sys.modules
+    if kind == "logger":
+        import logging
+        return logging.getLogger(ref[1])
     if kind == "mod":
         return importlib.import_module(ref[1])
     if kind == "globals":
         _check_origin(ref[2], ref[1])
         return importlib.import_module(ref[1]).__dict__
-    if kind == "obj":
-        _, mod, qn, origin, chash = ref
+    if kind in ("obj", "unwrap", "attr"):
+        if kind == "obj":
+            _, mod, qn, origin, chash = ref
+        elif kind == "unwrap":
+            _, mod, qn, depth, origin, chash = ref
+        else:
+            _, mod, owner_qn, name, origin, chash = ref
+            qn = f"{owner_qn}.{name}"
         try:
-            obj = _resolve(mod, qn, importing=True)
+            if kind == "attr":
+                obj = vars(_resolve(mod, owner_qn, importing=True))[name]
+            else:
+                obj = _resolve(mod, qn, importing=True)
+            if kind == "unwrap":
+                for _ in range(depth):
+                    obj = obj.__wrapped__
         except Exception as e:   # noqa: BLE001
             raise LookupError(f"{mod}.{qn} no longer exists ({type(e).__name__})") from None
+        checked = _named_function(obj) if kind == "attr" else obj
+        if kind == "attr" and checked is None:
+            raise LookupError(f"{mod}.{qn} is no longer a descriptor of a function")
         if origin is not None:
-            path = _defining_file(obj)
+            path = _defining_file(checked)
             if path is None or os.path.abspath(path) != origin[0]:
                 raise LookupError(f"{mod}.{qn} now comes from {path}, not {origin[0]}")
             _check_origin(origin, f"{mod}.{qn}")
         if chash is not None:
-            code = getattr(obj, "__code__", None)
+            code = getattr(checked, "__code__", None)
             if not isinstance(code, types.CodeType) or code_hash(code) != chash:
                 raise LookupError(f"the code of {mod}.{qn} changed")
         return obj
@@ -252,7 +388,12 @@ _SOURCES = {c.__name__: c for c in (S.LocalSource, S.GlobalSource, S.AttrSource,
 def _extra_sources():
     from ..graph.dynamic import SizeSource
     from ..guards.sources import LengthSource
-    return {SizeSource.__name__: SizeSource, LengthSource.__name__: LengthSource}
+    from ..values.objects.builtin_subclasses import _DictKeysSource, _DictViewSource, _SeqViewSource
+    from ..values.tensors.symbolic import BinOpSource, CallSource, CompareSource, ScalarTensorSource
+    from ..values.tensors.torch_function import ModeSource
+    # (Sources of plain data: their fields are Sources, numbers and objects named by import)
+    return {c.__name__: c for c in (SizeSource, LengthSource, _DictKeysSource, _DictViewSource, _SeqViewSource,
+                                    CompareSource, BinOpSource, CallSource, ScalarTensorSource, ModeSource)}
 
 
 def encode(v) -> tuple:
@@ -347,13 +488,25 @@ def _bindable(obj, source) -> bool:
 
 def encode_guard(g: Guard) -> tuple:
     exp = g.expected
-    if g.kind is Kind.ID_MATCH:
+    if g.kind is Kind.ID_MATCH and isinstance(exp, types.CodeType):
+        # (``f.__code__ is <code>``: a code object is immutable, so the one found at the source
+        # on load is bound when its marshalled content hashes the same; its file, if it has
+        # one, must be unchanged too)
+        e = ("code", code_hash(exp), None if exp.co_filename.startswith("<") else origin_of_file(exp.co_filename))
+    elif g.kind is Kind.ID_MATCH:
         try:
             e = encode(exp)
         except NotStorable:
-            if not _bindable(exp, g.source):
+            if isinstance(exp, types.FunctionType) and g.source is not None:
+                # (a function no import path names, ``os.environ.encodekey`` or a decorator's inner
+                # function: the one found at the source on load is bound when its code hashes the
+                # same and its file is unchanged; what it closes over and its defaults are guarded
+                # on their own wherever the trace read them)
+                e = ("bindfn", code_hash(exp.__code__), origin_of_file(_defining_file(exp)))
+            elif not _bindable(exp, g.source):
                 raise
-            e = ("bind", ref_of(type(exp)))
+            else:
+                e = ("bind", ref_of(type(exp)))
     elif g.kind in (Kind.SAME_OBJECT,):
         e = encode_source(exp)
     elif g.kind is Kind.DISTINCT:
@@ -372,7 +525,19 @@ def decode_guards(items, read) -> list[Guard]:
     for kind, src, e, text, consts, label, binds, modes in items:
         kind = Kind(kind)
         source = decode_source(src) if src is not None else None
-        if e[0] == "bind":
+        if e[0] == "code":
+            obj = read(source)
+            if not isinstance(obj, types.CodeType) or code_hash(obj) != e[1]:
+                raise LookupError(f"{source} is not the code the entry was built with")
+            _check_origin(e[2], str(source))
+            exp = obj
+        elif e[0] == "bindfn":
+            obj = read(source)
+            if not isinstance(obj, types.FunctionType) or code_hash(obj.__code__) != e[1]:
+                raise LookupError(f"{source} is not the function the entry was built with")
+            _check_origin(e[2], str(source))
+            exp = obj
+        elif e[0] == "bind":
             cls = resolve_ref(e[1])
             obj = read(source)
             if type(obj) is not cls:
@@ -406,7 +571,10 @@ def encode_code(code: types.CodeType, special: dict) -> tuple[bytes, tuple]:
                 patches.append((path + (i,), special[id(k)]))
                 consts[i] = None
                 continue
-            if not _immutable_literal(k):
+            if isinstance(k, (torch.device, torch.dtype)):   # (values: written as such)
+                patches.append((path + (i,), encode(k)))
+                consts[i] = None
+            elif not _immutable_literal(k):
                 # (an object the code reaches by identity -- a list, a dict, a
                 # module's globals -- named by import, never copied by value)
                 patches.append((path + (i,), ("ref", ref_of(k))))

@@ -104,10 +104,15 @@ def _backend_part(backend) -> str:
     return f"{backend.name}:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}:{backend.kwargs!r}"
 
 
-def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_parameters) -> dict:
+def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_parameters, module=None) -> dict:
+    """What must be equal for any entry of ``fn`` to be valid; ``module``: the
+    module a compiled module's call runs (every compiled module runs one
+    code, ``api._module_call``: without its class in the key, the entries of
+    every model would share one folder, and a model's own could fall out of
+    the few most recent that a first call tries)."""
     cfg = {k: v for k, v in dataclasses.asdict(config_mod.config).items() if k not in _NOT_TRACING}
     code = fn.__code__
-    return {
+    parts = {
         "armature": _armature_hash(),
         "torch": str(torch.__version__),
         "python": sys.version,
@@ -116,15 +121,19 @@ def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_
         "settings": repr((fullgraph, dynamic, module_parameters)),
         "code": f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}",
     }
+    if module is not None:
+        cls = type(module)
+        parts["module"] = f"{cls.__module__}.{cls.__qualname__}"
+    return parts
 
 
 def _key_of(parts: dict) -> str:
     return hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()[:32]
 
 
-def _code_index(fn) -> str:
+def _code_index(fn, parts: dict) -> str:
     code = fn.__code__
-    name = f"{os.path.abspath(code.co_filename)}:{code.co_qualname}"
+    name = f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{parts.get('module', '')}"
     return hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
@@ -233,7 +242,10 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     if info.has_setup:
         raise NotStorable("the frame makes modules (setup code)")
     files = set()
+    codec.check_unfiled_code(info.unfiled_code, info.guards)
     for filename in info.traced_files:
+        if filename.startswith("<"):   # (checked just above)
+            continue
         origin = codec.origin_of_file(filename)
         if origin is not None:
             files.add(origin)
@@ -292,7 +304,8 @@ def store(cf, cache, entry) -> None:
         log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
         return
     try:
-        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters,
+                          cf._module_of_call())
         data = _encode_entry(cf, cache, entry, parts)
     except NotStorable as e:
         stats["not_stored"] += 1
@@ -314,7 +327,7 @@ def store(cf, cache, entry) -> None:
                 _kernel_file(root, h, blob)
         _atomic_write(path, _MAGIC + digest + data)
         os.makedirs(os.path.join(root, "index"), exist_ok=True)
-        _atomic_write(os.path.join(root, "index", _code_index(cf._fn)), marshal.dumps(parts))
+        _atomic_write(os.path.join(root, "index", _code_index(cf._fn, parts)), marshal.dumps(parts))
     except OSError as e:
         _turn_off(f"cannot write to the cache directory {root}: {e}")
         return
@@ -453,7 +466,7 @@ def _read(path: str):
 
 def _why_key_missed(fn, parts: dict) -> str:
     try:
-        with open(os.path.join(cache_root(), "index", _code_index(fn)), "rb") as f:
+        with open(os.path.join(cache_root(), "index", _code_index(fn, parts)), "rb") as f:
             old = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return "nothing stored for this code"
@@ -469,7 +482,7 @@ def load(cf, cache, args, kwargs) -> int:
         return 0
     fn = cf._fn
     try:
-        parts = key_parts(fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        parts = key_parts(fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters, cf._module_of_call())
     except NotStorable as e:
         log.debug("not looked up: %s: %s", fn.__qualname__, e)
         return 0

@@ -123,6 +123,11 @@ class TraceContext:
         #: cache's key covers them: driver/persistent_cache.py); file names,
         #: not the code objects, whose hash walks their bytecode on every frame
         self.traced_files: set = set()
+        #: code objects traced whose file is not a file (``<string>``: a dataclass's
+        #: generated ``__init__``, code made by exec): the cache stores an entry
+        #: only when each is the code of a function its guards name (checked by
+        #: code hash on load: driver/persist_codec.py)
+        self.unfiled_code: list = []
         from ..effects import SideEffects
         self.effects = SideEffects()
         self.value_cache: dict[int, tuple[Any, Any]] = {}

@@ -41,7 +41,10 @@ class Frame:
                  locals_: dict[str, Value], cells: dict[str, Value], parent: "Frame | None" = None):
         self.ctx = ctx
         self.code = code
-        ctx.traced_files.add(code.co_filename)   # (the warm-start key: driver/persistent_cache.py)
+        filename = code.co_filename
+        ctx.traced_files.add(filename)   # (the warm-start key: driver/persistent_cache.py)
+        if filename[:1] == "<":
+            ctx.unfiled_code.append(code)
         self.f_globals = f_globals
         self.locals = locals_
         self.cells = cells
