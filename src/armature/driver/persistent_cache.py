@@ -441,21 +441,27 @@ def _read(path: str, cf=None):
     except OSError as e:
         log.debug("cannot read %s: %s", path, e)
         return None
-    if len(raw) < len(_MAGIC) + 32 or not raw.startswith(_MAGIC):
-        _warn_corrupt(path, "truncated or not a cache file", cf)
+    payload = parse(raw)
+    if isinstance(payload, str):
+        _warn_corrupt(path, payload, cf)
         return None
+    return payload
+
+
+def parse(raw: bytes) -> dict | str:
+    """An entry file's payload, or why it is corrupt (also for the entries
+    of cache artifacts: cache_artifacts.py)."""
+    if len(raw) < len(_MAGIC) + 32 or not raw.startswith(_MAGIC):
+        return "truncated or not a cache file"
     digest, data = raw[len(_MAGIC):len(_MAGIC) + 32], raw[len(_MAGIC) + 32:]
     if hashlib.sha256(data).digest() != digest:
-        _warn_corrupt(path, "its checksum does not match", cf)
-        return None
+        return "its checksum does not match"
     try:
         payload = marshal.loads(data)
     except (ValueError, EOFError, TypeError) as e:
-        _warn_corrupt(path, f"unreadable: {e}", cf)
-        return None
+        return f"unreadable: {e}"
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        _warn_corrupt(path, "another format", cf)
-        return None
+        return "another format"
     return payload
 
 
