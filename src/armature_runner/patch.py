@@ -27,6 +27,12 @@ What is routed, and how torch's arguments are mapped:
 * ``is_compiling``: ``torch.compiler.is_compiling`` already answers True
   inside armature's traces (and False when code runs), so it is left as it
   is; ``torch._dynamo.is_compiling`` is pointed at it.
+* ``torch.compiler.save_cache_artifacts`` / ``load_cache_artifacts``:
+  torch's own, wrapped so that the bytes also carry the compiled entries
+  armature stored or loaded (the warm start), ahead of torch's bytes, and
+  loading installs them into this process's cache directory
+  (armature/driver/cache_artifacts.py); torch's loader gets exactly its
+  bytes.
 * ``OptimizedModule`` (``torch._dynamo.eval_frame.OptimizedModule`` and
   ``torch._dynamo.OptimizedModule``): libraries ask whether a model is
   compiled with ``isinstance(m, OptimizedModule)`` and then use

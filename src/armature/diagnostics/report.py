@@ -135,16 +135,20 @@ def _disk_events(f: FunctionRecord) -> list[dict]:
     """The persistent cache's reasons for this function (driver/cache_events.py):
     stored entries not used and why, entries compiled and not stored and why
     (loaded entries are marked on the entries themselves)."""
-    from ..driver.cache_events import NOT_USED
     out = []
     for ev in f.cache_events:
-        if ev.kind in NOT_USED or ev.kind == "not_stored":
-            what = "not stored" if ev.kind == "not_stored" else {
-                "key_mismatch": "not used: key mismatch", "source_changed": "not used: source file changed",
-                "guard_failed": "not used: guard failed on this call", "corrupt": "not used: corrupt file",
-            }.get(ev.kind, "not used")
+        what = _DISK_KINDS.get(ev.kind)
+        if what is not None:
             out.append({"what": what, "detail": ev.detail, "path": ev.path})
     return out
+
+
+#: the events the report lists (the kinds of driver/cache_events.KINDS), as it names them
+_DISK_KINDS = {
+    "key_mismatch": "not used: key mismatch", "source_changed": "not used: source file changed",
+    "guard_failed": "not used: guard failed on this call", "corrupt": "not used: corrupt file",
+    "rejected": "not used", "not_stored": "not stored",
+}
 
 
 def _rel(path: str) -> str:
