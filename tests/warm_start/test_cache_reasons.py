@@ -119,6 +119,12 @@ def test_explain_lists_the_loaded_entry_and_its_file(wr):
     assert warm.res["loaded_from"] == [stored] and warm.res["graph_loaded_from"] == [stored]
     assert f"loaded from disk: {stored}" in warm.res["text"]
     assert "def forward" in warm.res["text"]   # (the loaded entry's graph, rebuilt)
+    # (what explain stored is the entry a compile with its backend makes and loads)
+    compiled = wr("entries")
+    assert compiled.stats["traces"] == 0 and compiled.res["loaded_from"] == stored and compiled.res["same"]
+    import marshal
+    payload = marshal.loads(open(stored, "rb").read()[8 + 32:])
+    assert payload["graph"][3] is None   # (stored as an eager graph: its code runs, no compile on load)
 
 
 def test_key_mismatch_names_the_part(wr):

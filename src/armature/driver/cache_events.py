@@ -54,10 +54,20 @@ class CacheEvent:
 #: stands for in the persistent cache's key (explain()'s backend of its own)
 PERSIST_AS = "_armature_persist_as"
 
+def stands_for(backend):
+    """The registered backend ``backend`` is stored as (explain()'s backend
+    of its own names it with PERSIST_AS), or ``backend`` itself."""
+    named = getattr(getattr(backend, "fn", backend), PERSIST_AS, None)
+    return backend if named is None else named
+
+
 #: every event of this process, in order (bounded: a long run keeps the newest)
 events: list[CacheEvent] = []
 _MAX = 10_000
 _recorders: list[list] = []
+#: the entry files this process stored or loaded, in order (kept apart from
+#: the bounded ``events``: save_cache_artifacts carries them all)
+_files: dict = {}
 
 
 def user_function(cf) -> tuple[str, str | None, int | None]:
@@ -85,6 +95,8 @@ def note(kind: str, cf, detail: str = "", path: str | None = None) -> CacheEvent
     name, filename, lineno = user_function(cf)
     ev = CacheEvent(kind, name, filename, lineno, detail, path)
     events.append(ev)
+    if kind in ("stored", "loaded") and path:
+        _files.setdefault(path, None)
     if len(events) > _MAX:
         del events[: len(events) - _MAX]
     for r in _recorders:
@@ -110,11 +122,7 @@ class recording:  # noqa: N801 - a context manager used like a function
 
 def files_of_process() -> list[str]:
     """The entry files this process stored or loaded (oldest first, once each)."""
-    seen: dict = {}
-    for ev in events:
-        if ev.kind in ("stored", "loaded") and ev.path:
-            seen.setdefault(ev.path, None)
-    return list(seen)
+    return list(_files)
 
 
 def guard_failed(cf, loaded: list, args, kwargs) -> None:

@@ -30,8 +30,9 @@ def encode_eager_nodes(info) -> tuple | None:
     """The nodes of an ``eager`` entry's graph (the compiling backends store
     them anyway), None when a node cannot be written: the entry is stored
     all the same and a loaded copy has no graph_module."""
-    gm = info.graph_module
-    if gm is None or not (info.backend.name == "eager" and not info.backend.kwargs):
+    from .cache_events import stands_for
+    gm, backend = info.graph_module, stands_for(info.backend)
+    if gm is None or not (backend.name == "eager" and not backend.kwargs):
         return None
     try:
         return codec.encode_fx_graph(gm.graph)

@@ -94,9 +94,7 @@ def _armature_hash() -> str:
 
 def _backend_part(backend) -> str:
     from ..backends import _REGISTRY, _Backend
-    stands_for = getattr(getattr(backend, "fn", backend), events.PERSIST_AS, None)
-    if stands_for is not None:   # (explain()'s own backend: cache_events.py)
-        backend = stands_for
+    backend = events.stands_for(backend)   # (explain()'s own backend: cache_events.py)
     registered = _REGISTRY.get(getattr(backend, "name", None))
     if not isinstance(backend, _Backend) or registered is None or registered.fn is not backend.fn:
         # (a callable's behaviour is not named by anything a key can hold)
@@ -138,7 +136,8 @@ def _encode_graph(info) -> tuple | None:
     gm = info.graph_module
     if gm is None:
         return None
-    eager = info.backend.name == "eager" and not info.backend.kwargs
+    backend = events.stands_for(info.backend)
+    eager = backend.name == "eager" and not backend.kwargs
     if eager and (getattr(info.compiled, "__self__", None) is not gm
                   or getattr(info.compiled, "__func__", None) is not type(gm).forward):
         raise NotStorable("the compiled graph is not the GraphModule's forward")
@@ -176,7 +175,7 @@ def _encode_artifact(info) -> tuple | None:
     (backends/inductor_warm.py), so a warm process runs it without
     inductor; None (logged) when it cannot be kept: the warm process then
     compiles the graph again through inductor's caches."""
-    if info.backend.name != "inductor":
+    if events.stands_for(info.backend).name != "inductor":
         return None
     from ..backends import inductor_warm
     try:
