@@ -30,6 +30,7 @@ from .runtime import stance as _stance
 from .runtime import wrappers as _wrappers
 from .driver import shared_code as _shared_code
 from .driver import persistent_cache as _persistent
+from .driver import cache_events as _cache_events
 from .driver import native_frames as _native_frames
 from .runtime import distributed as _distributed
 from . import upcalls as _upcalls
@@ -221,10 +222,11 @@ class CompiledFunction:
             # the first miss of a code a user compiled: entries an earlier
             # process stored (driver/persistent_cache.py), checked on this call
             cache.disk_tried = True
-            if _persistent.enabled() and _persistent.load(self, cache, args, kwargs):
+            if _persistent.enabled() and (loaded := _persistent.load(self, cache, args, kwargs)):
                 entry = _entry_for(cache.entries, args, self._fn_arg, kwargs)
                 if entry is not None:
                     return entry
+                _cache_events.guard_failed(self, cache.entries[:loaded], args, kwargs)
         try:
             entry = compile_call(f, args, kwargs, backend, self._fullgraph,
                                  dynamic_sources=cache.dynamic_sources, policy=cache.policy(self._dynamic),

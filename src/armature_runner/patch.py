@@ -27,6 +27,12 @@ What is routed, and how torch's arguments are mapped:
 * ``is_compiling``: ``torch.compiler.is_compiling`` already answers True
   inside armature's traces (and False when code runs), so it is left as it
   is; ``torch._dynamo.is_compiling`` is pointed at it.
+* ``torch.compiler.save_cache_artifacts`` / ``load_cache_artifacts``:
+  torch's own, wrapped so that the bytes also carry the compiled entries
+  armature stored or loaded (the warm start), ahead of torch's bytes, and
+  loading installs them into this process's cache directory
+  (armature/driver/cache_artifacts.py); torch's loader gets exactly its
+  bytes.
 * ``OptimizedModule`` (``torch._dynamo.eval_frame.OptimizedModule`` and
   ``torch._dynamo.OptimizedModule``): libraries ask whether a model is
   compiled with ``isinstance(m, OptimizedModule)`` and then use
@@ -180,6 +186,58 @@ def explain(f, *extra_args, **extra_kwargs):
     return run
 
 
+# --- cache artifacts ------------------------------------------------------------
+
+_WRAPS = "_armature_wraps"
+
+
+def _unwrapped(fn):
+    return getattr(fn, _WRAPS, fn)
+
+
+def save_cache_artifacts_for(torch_save):
+    """``torch.compiler.save_cache_artifacts`` returning torch's artifacts
+    and armature's entries in one container (driver/cache_artifacts.py)."""
+    from armature.driver import cache_artifacts
+
+    @functools.wraps(torch_save)
+    def save_cache_artifacts():
+        result = torch_save()
+        part = cache_artifacts.pack()
+        if part is None:
+            return result
+        torch_bytes, info = result if result is not None else (None, None)
+        if info is None:
+            from torch.compiler._cache import CacheInfo
+            info = CacheInfo()
+        info.artifacts["armature"].extend(cache_artifacts.cache_events.files_of_process())
+        return cache_artifacts.combine(torch_bytes, part), info
+
+    setattr(save_cache_artifacts, _WRAPS, torch_save)
+    return save_cache_artifacts
+
+
+def load_cache_artifacts_for(torch_load):
+    """``torch.compiler.load_cache_artifacts`` that also installs armature's
+    entries of the bytes (torch's loader gets exactly torch's bytes)."""
+    from armature.driver import cache_artifacts
+
+    @functools.wraps(torch_load)
+    def load_cache_artifacts(serialized_artifacts):
+        torch_bytes, part = cache_artifacts.split(serialized_artifacts)
+        installed = cache_artifacts.install(part) if part is not None else []
+        info = torch_load(torch_bytes) if torch_bytes else None
+        if installed:
+            if info is None:
+                from torch.compiler._cache import CacheInfo
+                info = CacheInfo()
+            info.artifacts["armature"].extend(installed)
+        return info
+
+    setattr(load_cache_artifacts, _WRAPS, torch_load)
+    return load_cache_artifacts
+
+
 # --- patching -----------------------------------------------------------------
 
 _STAND_INS: dict = {}
@@ -223,6 +281,10 @@ def _targets(router: Router) -> list[tuple[types.ModuleType, str, Any]]:
         out.append((dynamo, name, value))
         if hasattr(compiler, name):
             out.append((compiler, name, value))
+    for name, wrap in (("save_cache_artifacts", save_cache_artifacts_for),
+                       ("load_cache_artifacts", load_cache_artifacts_for)):
+        if callable(getattr(compiler, name, None)):
+            out.append((compiler, name, wrap(_unwrapped(getattr(compiler, name)))))
     if hasattr(dynamo, "mark_unbacked"):
         out.append((dynamo, "mark_unbacked", marks.mark_unbacked))
     real = eval_frame.__dict__.get("OptimizedModule")

@@ -82,6 +82,8 @@ class FunctionRecord:
     entries: list[EntryRecord] = field(default_factory=list)
     recompiles: list[RecompileRecord] = field(default_factory=list)
     limit_hits: list[str] = field(default_factory=list)
+    #: what the persistent cache did for it (driver/cache_events.CacheEvent)
+    cache_events: list = field(default_factory=list)
 
     @property
     def calls(self) -> int:
@@ -196,8 +198,8 @@ def entry_added(fn, cache, entry, module=None) -> None:
     from ..names import ORIGIN, origin_of
     from .hints import hint_for
     loaded_from = getattr(entry, "loaded_from", None)
-    if module is None and entry.graph_module is None and entry.fallback_reason is None and \
-            loaded_from is None and origin_of(cache.code)[0] is upcalls.module_call_code:
+    if module is None and loaded_from is None and entry.graph_module is None and entry.fallback_reason is None \
+            and origin_of(cache.code)[0] is upcalls.module_call_code:
         return   # the tail of armature's own call of a compiled module: nothing of the user's
     f = _function_record(fn, module, cache)
     now = time.perf_counter() - _RECORD.started
@@ -213,7 +215,7 @@ def entry_added(fn, cache, entry, module=None) -> None:
                     entry.trace_time_s, entry.backend_time_s, entry.op_count, brk, entry.fallback_reason,
                     hint_for(entry.fallback_reason) if entry.fallback_reason else None)
     e.loaded_from = loaded_from
-    gm = entry.graph_module
+    gm = entry.graph_module if loaded_from is None else None   # (a loaded one's is rebuilt when a report reads it)
     if gm is not None or (loaded_from is not None and entry.compiled_graph is not None):
         e.graph_index = _RECORD.graph_count
         _RECORD.graph_count += 1
@@ -249,6 +251,16 @@ def recompiled(fn, cache, reason: str, args, kwargs, module=None) -> None:
         if m:
             expected, now = m.group(1), m.group(2)
     f.recompiles.append(RecompileRecord(time.perf_counter() - _RECORD.started, reason, guard, expected, now))
+
+
+def cache_event(cf, event) -> None:
+    """An event of the persistent cache (driver/cache_events.py) for the
+    compiled function ``cf``."""
+    cache = getattr(cf, "_cache", None)
+    if _RECORD is None or cache is None:
+        return
+    f = _function_record(cf._fn, cf._module_of_call(), cache)
+    f.cache_events.append(event)
 
 
 def limit_hit(fn, cache, reason: str, module=None) -> None:

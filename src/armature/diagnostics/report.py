@@ -125,9 +125,30 @@ def _function_view(index: int, f: FunctionRecord) -> dict:
         "legend": [{"n": i, "colour": colour[e.graph_index], "ops": e.op_count} for i, e in enumerate(graphs)],
         "recompiles": [{"at_ms": r.at_s * 1e3, "guard": r.guard, "expected": r.expected, "now": r.now,
                         "reason": r.reason.splitlines()[0] if r.reason else ""} for r in f.recompiles],
+        "disk": _disk_events(f),
         "python": [{"reason": e["fallback"], "hint": e["fallback_hint"]} for e in entries if e["fallback"]]
                   + [{"reason": r, "hint": str(hint_for(r))} for r in f.limit_hits],
     }
+
+
+def _disk_events(f: FunctionRecord) -> list[dict]:
+    """The persistent cache's reasons for this function (driver/cache_events.py):
+    stored entries not used and why, entries compiled and not stored and why
+    (loaded entries are marked on the entries themselves)."""
+    out = []
+    for ev in f.cache_events:
+        what = _DISK_KINDS.get(ev.kind)
+        if what is not None:
+            out.append({"what": what, "detail": ev.detail, "path": ev.path})
+    return out
+
+
+#: the events the report lists (the kinds of driver/cache_events.KINDS), as it names them
+_DISK_KINDS = {
+    "key_mismatch": "not used: key mismatch", "source_changed": "not used: source file changed",
+    "guard_failed": "not used: guard failed on this call", "corrupt": "not used: corrupt file",
+    "rejected": "not used", "not_stored": "not stored",
+}
 
 
 def _rel(path: str) -> str:

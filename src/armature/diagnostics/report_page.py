@@ -158,6 +158,11 @@ then backend <span class="swatch" style="background:#f0a040"></span>; {{ "%.0f"|
 </table>
 {% endif %}
 
+{% if f.disk %}
+<h3>Persistent cache: not used or not stored</h3>
+<ul class="disk">{% for d in f.disk %}<li><b>{{ d.what }}</b>: {{ d.detail }}{% if d.path %} <code>{{ d.path }}</code>{% endif %}</li>{% endfor %}</ul>
+{% endif %}
+
 <h3>Cache entries</h3>
 {% for e in f.entries %}
 <details class="entry">

@@ -56,9 +56,23 @@ class ExplainOutput:
     #: per graph (as ``graphs``): its specializations (``mark_dynamic(...,
     #: specialize_on=)``), compiled lazily, not counted as graphs
     specializations: list = field(default_factory=list)
+    #: per graph (as ``graphs``): the file its entry was loaded from, or None
+    graph_loaded_from: list = field(default_factory=list)
     #: data-dependent branches assumed to avoid a side that only raises,
     #: checked after their graph (trace/speculation.py)
     assumptions: list[str] = field(default_factory=list)
+    #: per entry (as ``guards``): the file it was loaded from (the warm
+    #: start: driver/persistent_cache.py), None when compiled in this run
+    loaded_from: list = field(default_factory=list)
+    #: what the persistent cache did during the run (driver/cache_events.py):
+    #: entries loaded (and their files), stored entries not used and why, entries not stored and why
+    cache: list = field(default_factory=list)
+
+    @property
+    def cache_not_used(self) -> list:
+        """The events that say why stored entries were not used."""
+        from .cache_events import NOT_USED
+        return [ev for ev in self.cache if ev.kind in NOT_USED]
 
     def __str__(self):
         lines = [f"Graph count: {self.graph_count}",
@@ -79,8 +93,12 @@ class ExplainOutput:
             for f in self.fallbacks:
                 lines.append(f"  - {f.splitlines()[0]}")
                 lines.append(f"    hint: {hint_for(f)}")
+        if self.cache:
+            lines.append("Persistent cache:")
+            lines.extend(f"  - {ev}" for ev in self.cache)
         for i, gm in enumerate(self.graphs):
-            lines.append(f"Graph {i}:")
+            loaded = self.graph_loaded_from[i] if i < len(self.graph_loaded_from) else None
+            lines.append(f"Graph {i}:" + (f"  (loaded from disk: {loaded})" if loaded else ""))
             lines.extend("    " + line for line in gm.code.strip().splitlines())
             specs = self.specializations[i] if i < len(self.specializations) else []
             if specs:
@@ -89,6 +107,8 @@ class ExplainOutput:
         n = sum(len(g) for g in self.guards)
         lines.append(f"Guards ({n} in {len(self.guards)} entries):")
         for i, gs in enumerate(self.guards):
+            if i < len(self.loaded_from) and self.loaded_from[i]:
+                lines.append(f"  [{i}] (entry loaded from disk: {self.loaded_from[i]})")
             for g in gs[:40]:
                 lines.append(f"  [{i}] {g.describe()}")
             if len(gs) > 40:
@@ -116,16 +136,23 @@ def explain(fn, backend: str = "eager"):
         def fresh_backend(gm, example_inputs):
             return base(gm, example_inputs)
 
+        from . import cache_events
+        # (with the persistent cache on, this compile looks up and stores
+        # entries as the named backend's: what it reports is what a compile does)
+        setattr(fresh_backend, cache_events.PERSIST_AS, base)
         compiled = compile_(target, backend=fresh_backend)
-        with recording() as entries:
+        with recording() as entries, cache_events.recording() as events:
             out = compiled(*args, **kwargs)
         graphs, ops, guards, reasons, fallbacks, specs, assumptions = [], [], [], [], [], [], []
+        loaded_from, graph_loaded_from = [], []
         total = 0.0
         for e in entries:
             total += e.compile_time_s
             guards.append(list(e.guards))
+            loaded_from.append(e.loaded_from)
             if e.graph_module is not None:
                 graphs.append(e.graph_module)
+                graph_loaded_from.append(e.loaded_from)
                 ops.append(e.op_count)
                 specs.append(e.specializations)
             if e.graph_break is not None and not e.graph_break.internal:
@@ -137,6 +164,7 @@ def explain(fn, backend: str = "eager"):
                 fallbacks.append(e.fallback_reason)
             assumptions.extend(e.assumptions)
         return ExplainOutput(graphs, len(graphs), len(reasons), reasons, ops, guards, fallbacks, total, out,
-                             specs, assumptions)
+                             specializations=specs, assumptions=assumptions, loaded_from=loaded_from,
+                             cache=list(events), graph_loaded_from=graph_loaded_from)
 
     return run

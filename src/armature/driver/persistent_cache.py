@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 import marshal
 import os
 import sys
@@ -39,6 +38,8 @@ import torch
 
 from .. import config as config_mod
 from ..diagnostics import logs
+from . import cache_events as events
+from . import loaded_graph
 from . import persist_codec as codec
 from .persist_codec import NotStorable
 
@@ -93,6 +94,7 @@ def _armature_hash() -> str:
 
 def _backend_part(backend) -> str:
     from ..backends import _REGISTRY, _Backend
+    backend = events.stands_for(backend)   # (explain()'s own backend: cache_events.py)
     registered = _REGISTRY.get(getattr(backend, "name", None))
     if not isinstance(backend, _Backend) or registered is None or registered.fn is not backend.fn:
         # (a callable's behaviour is not named by anything a key can hold)
@@ -143,7 +145,8 @@ def _encode_graph(info) -> tuple | None:
     gm = info.graph_module
     if gm is None:
         return None
-    eager = info.backend.name == "eager" and not info.backend.kwargs
+    backend = events.stands_for(info.backend)
+    eager = backend.name == "eager" and not backend.kwargs
     if eager and (getattr(info.compiled, "__self__", None) is not gm
                   or getattr(info.compiled, "__func__", None) is not type(gm).forward):
         raise NotStorable("the compiled graph is not the GraphModule's forward")
@@ -181,7 +184,7 @@ def _encode_artifact(info) -> tuple | None:
     (backends/inductor_warm.py), so a warm process runs it without
     inductor; None (logged) when it cannot be kept: the warm process then
     compiles the graph again through inductor's caches."""
-    if info.backend.name != "inductor":
+    if events.stands_for(info.backend).name != "inductor":
         return None
     from ..backends import inductor_warm
     try:
@@ -267,7 +270,8 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
             pass
     payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
                "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
-               "op_count": entry.op_count, "hints": tuple(sorted(hints, key=repr))}
+               "op_count": entry.op_count, "hints": tuple(sorted(hints, key=repr)),
+               "fx": loaded_graph.encode_eager_nodes(info)}   # (cache_entries()' graph_module: loaded_graph.py)
     for k, v in payload.items():
         try:
             marshal.dumps(v)
@@ -309,11 +313,11 @@ def store(cf, cache, entry) -> None:
         data = _encode_entry(cf, cache, entry, parts)
     except NotStorable as e:
         stats["not_stored"] += 1
-        log.debug("not stored: an entry of %s: %s", cf._fn.__qualname__, e)
+        events.note("not_stored", cf, str(e))
         return
     except Exception as e:   # noqa: BLE001 - an error of armature's own: the entry just is not stored
         stats["not_stored"] += 1
-        log.debug("not stored: an entry of %s: internal error %s: %s", cf._fn.__qualname__, type(e).__name__, e)
+        events.note("not_stored", cf, f"internal error {type(e).__name__}: {e}")
         return
     digest = hashlib.sha256(data).digest()
     root = cache_root()
@@ -332,7 +336,7 @@ def store(cf, cache, entry) -> None:
         _turn_off(f"cannot write to the cache directory {root}: {e}")
         return
     stats["stored"] += 1
-    log.debug("stored an entry of %s: %s", cf._fn.__qualname__, path)
+    events.note("stored", cf, path=path)
     _evict(root)
 
 
@@ -426,9 +430,12 @@ def _evict(root: str) -> None:
 
 # --- loading ----------------------------------------------------------------------
 
-def _warn_corrupt(path: str, why: str) -> None:
+def _warn_corrupt(path: str, why: str, cf=None) -> None:
     stats["corrupt"] += 1
-    log.debug("corrupt file %s: %s", path, why)
+    if cf is not None:
+        events.note("corrupt", cf, why, path)
+    else:
+        log.debug("corrupt file %s: %s", path, why)
     if path not in _warned:
         _warned.add(path)
         warnings.warn(f"armature: ignoring a corrupt compile cache file {path} ({why}); the function is "
@@ -439,29 +446,38 @@ def _warn_corrupt(path: str, why: str) -> None:
         pass
 
 
-def _read(path: str):
+def _read(path: str, cf=None):
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
         log.debug("cannot read %s: %s", path, e)
         return None
-    if len(raw) < len(_MAGIC) + 32 or not raw.startswith(_MAGIC):
-        _warn_corrupt(path, "truncated or not a cache file")
+    payload = parse(raw)
+    if isinstance(payload, str):
+        _warn_corrupt(path, payload, cf)
         return None
+    return payload
+
+
+def parse(raw: bytes) -> dict | str:
+    """An entry file's payload, or why it is corrupt (also for the entries
+    of cache artifacts: cache_artifacts.py)."""
+    if len(raw) < len(_MAGIC) + 32 or not raw.startswith(_MAGIC):
+        return "truncated or not a cache file"
     digest, data = raw[len(_MAGIC):len(_MAGIC) + 32], raw[len(_MAGIC) + 32:]
     if hashlib.sha256(data).digest() != digest:
-        _warn_corrupt(path, "its checksum does not match")
-        return None
+        return "its checksum does not match"
     try:
         payload = marshal.loads(data)
     except (ValueError, EOFError, TypeError) as e:
-        _warn_corrupt(path, f"unreadable: {e}")
-        return None
+        return f"unreadable: {e}"
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        _warn_corrupt(path, "another format")
-        return None
+        return "another format"
     return payload
+
+
+_NOTHING_STORED = "nothing stored for this code"
 
 
 def _why_key_missed(fn, parts: dict) -> str:
@@ -469,7 +485,7 @@ def _why_key_missed(fn, parts: dict) -> str:
         with open(os.path.join(cache_root(), "index", _code_index(fn, parts)), "rb") as f:
             old = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
-        return "nothing stored for this code"
+        return _NOTHING_STORED
     changed = [k for k in parts if old.get(k) != parts[k]]
     return f"stored under another key: {', '.join(changed) or 'unknown part'} changed"
 
@@ -492,24 +508,25 @@ def load(cf, cache, args, kwargs) -> int:
     folder = os.path.join(cache_root(), _key_of(parts))
     found = _entries_in(folder)
     if not found:
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(fn, parts))
+        why = _why_key_missed(fn, parts)   # (a miss: the trace that follows costs far more than this read)
+        events.note("miss" if why == _NOTHING_STORED else "key_mismatch", cf, why)
         return 0
     n = 0
     t0 = time.perf_counter()
     for path, _, _ in sorted(found, key=lambda t: t[2])[-config_mod.config.recompile_limit:]:
-        payload = _read(path)
+        payload = _read(path, cf)
         if payload is None:
             continue
         try:
             entry = _decode_entry(cf, cache, payload, path, args, kwargs)
         except LookupError as e:
             stats["rejected"] += 1
-            log.debug("not used: %s: %s (%s)", fn.__qualname__, e.args[0] if e.args else e, path)
+            why = str(e.args[0] if e.args else e)
+            events.note("source_changed" if why.startswith("source file changed") else "rejected", cf, why, path)
             continue
         except Exception as e:   # noqa: BLE001 - armature's own error: compile instead
             stats["rejected"] += 1
-            log.debug("not used: %s: internal error %s: %s (%s)", fn.__qualname__, type(e).__name__, e, path)
+            events.note("rejected", cf, f"internal error {type(e).__name__}: {e}", path)
             continue
         cache.add(entry)
         n += 1
@@ -521,7 +538,7 @@ def load(cf, cache, args, kwargs) -> int:
             os.utime(path)   # (least recently used eviction)
         except OSError:
             pass
-        log.debug("loaded an entry of %s from %s (%.3f s)", fn.__qualname__, path, time.perf_counter() - t0)
+        events.note("loaded", cf, f" ({time.perf_counter() - t0:.3f} s)", path)
     return n
 
 
@@ -592,7 +609,6 @@ def _load_artifact(fn, artifact, values: dict):
 
 def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     from ..guards.build import build_guard_function, read_source
-    from ..runtime.cache import CacheEntry
     fn = cf._fn
     for file, h in payload["files"]:
         if codec.file_hash(file) != h:
@@ -606,10 +622,10 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
 
     guards = codec.decode_guards(payload["guards"], read)
     special = {}
+    values = {}
     graph = payload["graph"]
     if graph is not None:
         src, names, attrs, inputs, static_inputs, subgraphs, regions_backend, artifact = graph
-        values = {}
         for name, enc in attrs:
             value = read(codec.decode_source(enc))
             if not isinstance(value, torch.Tensor):
@@ -643,8 +659,9 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
                 cache.dynamic_sources.add(codec.decode_source(hint[1]))
         except LookupError:
             pass
-    entry = CacheEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
-                       transformed_code=code, op_count=payload["op_count"], loaded_from=path)
+    entry = loaded_graph.LoadedEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
+                                     transformed_code=code, op_count=payload["op_count"], loaded_from=path,
+                                     rebuild=loaded_graph.rebuilder(graph, payload.get("fx"), values, fn.__qualname__))
     from . import explain
     explain.record(entry)
     return entry
