@@ -543,7 +543,8 @@ def decode_guards(items, read) -> list[Guard]:
             if type(obj) is not cls:
                 raise LookupError(f"{source} is a {type(obj).__name__}, the entry was built for a "
                                   f"{cls.__name__}")
-            out.append(Guard(Kind.TYPE_MATCH, source, cls))
+            # (checked here, once: the identity guard then pins this very object on every call, as
+            # the cold entry's did; a TYPE_MATCH beside it would only add a check per call)
             exp = obj
         else:
             exp = decode(e)
