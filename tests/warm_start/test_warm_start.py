@@ -161,6 +161,19 @@ elif what == "nograd":
         out["block"] = armature.compile(block, backend=backend)(xb)
         out["f_eager"] = model.f(x, y)
         out["block_eager"] = block(xb)
+elif what == "nograd_then_grads":   # (the first call, under no_grad, loads the entries of both modes)
+    block = model.Block()
+    xb = torch.randn(2, 8, requires_grad=True)
+    cb = armature.compile(block, backend=backend)
+    with torch.no_grad():
+        out["n"] = cb(xb)
+        out["n_eager"] = block(xb)
+    out["y"] = cb(xb)
+    out["y"].sum().backward()
+    out["gx"], xb.grad = xb.grad, None
+    out["y_eager"] = block(xb)
+    out["y_eager"].sum().backward()
+    out["gx_eager"] = xb.grad
 elif what == "break":
     x = torch.randn(3)
     out["b"] = armature.compile(model.with_break, backend=backend)(x)
@@ -470,6 +483,20 @@ def test_aot_eager_dynamic_entry_loads_and_serves_new_sizes_with_gradients(ws):
     assert cold.stats["stored"] == 2, cold.stderr   # static for 4, dynamic from 8 (before: 1, "not stored")
     warm = ws("sizes_grad", SIZES="16,32", WS_BACKEND="aot_eager")
     assert warm.steps == [0, 0] and warm.stats["loaded"] == 2, warm.stderr
+    _close_to_eager(warm)
+
+
+@pytest.mark.aot_eager
+def test_loaded_graph_is_compiled_under_its_own_grad_mode(ws):
+    """A warm process's first call, under no_grad, loads the entries stored
+    for both grad modes; the one traced with grad mode on is compiled on
+    its own first call, with grad mode on, so it has a backward (compiled
+    on load, under no_grad, AOTAutograd made it an inference graph: no
+    gradient)."""
+    cold = ws("nograd_then_grads", WS_BACKEND="aot_eager")
+    assert cold.stats["stored"] == 2, cold.stderr
+    warm = ws("nograd_then_grads", WS_BACKEND="aot_eager")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == 2, warm.stderr
     _close_to_eager(warm)
 
 

@@ -18,12 +18,17 @@ any call (identity guards on the call's modules and parameters rebuilt
 from their sources).  The cache directory is trusted as the user's own code
 is: an entry whose key matches is executed (marshal, the graph's source).
 
+Beside a code's entries, ``dynamic.hints`` keeps its dynamic-shape
+decisions (which dims and numbers became dynamic), also when no entry can
+be stored: the next process's first trace starts from them.
+
 Failures to write (a read-only directory, a full disk) turn the cache off
 for the process with one warning; nothing here ever fails a call.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import marshal
@@ -616,16 +621,25 @@ class _GraphAttrs:
 def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgraphs=()):
     """The backend's artifact for a loaded graph: the GraphModule is rebuilt
     from its code (and must print as the stored code: the very graph), and
-    the backend compiles it with example inputs of the stored shapes.  For
-    inductor this is where its own FX-graph and AOTAutograd caches answer
-    (their key: this graph and these inputs), so the cost is theirs."""
-    from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    the backend compiles it with example inputs of the stored shapes (of
+    dynamic sizes: the trace's symbols, ranges and guards rebuilt in a
+    fresh ShapeEnv, persist_shapes.py, and the compile checked to assume
+    nothing more).  For inductor this is where its own FX-graph and
+    AOTAutograd caches answer (their key: this graph and these inputs), so
+    the cost is theirs.
 
-    from .. import torch_compat
+    The compile happens on the graph's first call, not on load
+    (``_LoadedGraph``): a process loads every stored entry of a code and
+    may use one, and the first call runs under the global state the
+    entry's guards require (grad mode: AOTAutograd compiles a graph without
+    a backward when grad mode is off)."""
+    rebuild = functools.partial(_rebuild_graph, src, attrs, inputs[1], static_inputs, subgraphs)
+    rebuild()   # (now: a graph that does not rebuild to the stored code is not loaded)
+    return _LoadedGraph(functools.partial(_compile_rebuilt, backend, rebuild, inputs), rebuild)
+
+
+def _rebuild_graph(src: str, attrs: dict, nodes, static_inputs, subgraphs):
     from ..names import STATIC_INPUTS_META
-    metas, nodes, shape = inputs
     root = torch.nn.Module()
     for name, t in attrs.items():
         if isinstance(t, torch.nn.Parameter):
@@ -641,6 +655,17 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     if gm.graph.python_code(root_module="self").src != src:
         raise LookupError("the graph rebuilt from its code differs from the stored one")
     gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
+    return gm
+
+
+def _compile_rebuilt(backend, rebuild, inputs):
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from .. import torch_compat
+    metas, _, shape = inputs
+    gm = rebuild()
     if shape is None:   # (static sizes: fake, as the trace hands them over; a real tensor would be made symbolic
         fake_mode = FakeTensorMode(shape_env=ShapeEnv())   # by the backend's fakification under this ShapeEnv)
         example = [fake_mode.from_tensor(torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device,
@@ -658,6 +683,41 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     if not callable(compiled):
         raise LookupError(f"backend {backend!r} returned {compiled!r}")
     return compiled
+
+
+class _LoadedGraph:
+    """A loaded entry's graph, compiled by its backend on its first call
+    (``_compile_loaded``).  Should that compile fail, or assume what the
+    entry's guards do not check, the graph's own code runs instead (what
+    the eager backend runs: the traced graph, right for every call the
+    entry's guards let through), logged; an error of armature's own never
+    reaches the call."""
+
+    def __init__(self, compile_fn, rebuild):
+        self._compile, self._rebuild = compile_fn, rebuild
+        self._fn = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        fn = self._fn
+        if fn is None:
+            fn = self._first()
+        return fn(*args)
+
+    def _first(self):
+        with self._lock:
+            if self._fn is None:
+                t0 = time.perf_counter()
+                try:
+                    self._fn = self._compile()
+                    log.debug("compiled a loaded graph (%.3f s)", time.perf_counter() - t0)
+                except Exception as e:   # noqa: BLE001 - armature's own error: the graph runs as traced
+                    from ..diagnostics.errors import strict_internal_errors
+                    if strict_internal_errors() and not isinstance(e, LookupError):
+                        raise
+                    log.debug("a loaded graph is run as traced, not compiled: %s: %s", type(e).__name__, e)
+                    self._fn = self._rebuild().forward
+            return self._fn
 
 
 def _load_artifact(fn, artifact, values: dict):
