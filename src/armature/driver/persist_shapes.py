@@ -26,8 +26,8 @@ replacements, the same axioms), and the inputs as fake tensors of those
 symbolic sizes.  The backend then compiles the very graph under the very
 assumptions; ``check`` verifies after the compile that it assumed nothing
 else: every guard it added is one of the stored ones, no symbol's range or
-replacement changed.  Otherwise the entry is not used (LookupError: the
-frame is traced again).
+replacement changed.  Otherwise that compile is not used (LookupError:
+the entry runs its traced graph instead, persistent_cache._LoadedGraph).
 
 Why a loaded dynamic entry is safe: what its compiled graph may assume is
 what the replayed guards say, and the entry's guards check exactly those
