@@ -461,9 +461,7 @@ def load(data: tuple, kernel_files: dict, extern: dict, params: dict):
     name (the warm call's).  LookupError (why) when it cannot be used."""
     if data[0] != FORMAT:
         raise LookupError("another artifact format")
-    fmt, src, kernels, names, check_idxs, expected, state, dynamic_dims = data
-    if fmt != FORMAT:
-        raise LookupError("another artifact format")
+    _, src, kernels, names, check_idxs, expected, state, dynamic_dims = data
     now = process_state()
     if now != state:
         what = [w for w, a, b in zip(("config", "environment", "machine", "CPU", "ATen capability", "threads",
