@@ -49,7 +49,7 @@ import torch
 
 from .. import torch_compat
 
-FORMAT = 1
+FORMAT = 2
 
 #: compiled callable -> its Capture (the cold process; entries are stored from it)
 _CAPTURED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -176,17 +176,32 @@ def inner_compile_seen(gm, example_inputs):
     return functorch_config.patch(enable_autograd_cache=False)
 
 
-def _foreign_op(gm) -> str | None:
-    """An op of the inner graph that is not ATen's, prims' or a region call
-    (a custom op: AOTAutograd checks its aliasing on the first call)."""
+def _size_ops() -> set:
+    """Python's arithmetic and comparisons, and torch's on SymInts: what a
+    graph of dynamic sizes computes its sizes with (``s0 // 2``); they
+    touch no tensor."""
     import operator
+    names = ("add", "sub", "mul", "floordiv", "truediv", "mod", "pow", "neg", "pos", "abs", "eq", "ne", "lt", "le",
+             "gt", "ge", "and_", "or_", "not_")
+    found = {getattr(operator, n) for n in names}
+    found |= {f for n in ("sym_max", "sym_min", "sym_not", "sym_float", "sym_int", "sym_ite", "sym_sum")
+              if (f := getattr(torch, n, None)) is not None}
+    return found
+
+
+def _foreign_op(gm) -> str | None:
+    """An op of the inner graph that is not ATen's, prims', a region call or
+    arithmetic on sizes (a custom op: AOTAutograd checks its aliasing on
+    the first call)."""
+    import operator
+    size_ops = _size_ops()
     for mod in gm.modules():
         if not isinstance(mod, torch.fx.GraphModule):
             continue
         for n in mod.graph.nodes:
             if n.op == "call_module":
                 return f"a call of submodule {n.target}"
-            if n.op != "call_function" or n.target is operator.getitem:
+            if n.op != "call_function" or n.target is operator.getitem or n.target in size_ops:
                 continue
             t = n.target
             if isinstance(t, torch._ops.OpOverload) and t.namespace in ("aten", "prims"):
@@ -272,9 +287,8 @@ def artifact(compiled) -> tuple[tuple, dict, dict]:
     _check(all(getattr(o.output_type, "name", None) == "non_alias" for o in meta.output_info)
            and meta.num_intermediate_bases == 0, "outputs alias inputs or each other")
     _check(not meta.tokens and not meta.is_rng_op_functionalized and not getattr(meta, "num_graphsafe_rng_states", 1)
-           and meta.grad_enabled_mutation is None and not meta.dynamic_outputs
-           and not getattr(meta, "subclass_tangent_meta", None),
-           "effect tokens, RNG state, grad mode changed, dynamic outputs or tensor subclasses")
+           and meta.grad_enabled_mutation is None and not getattr(meta, "subclass_tangent_meta", None),
+           "effect tokens, RNG state, grad mode changed or tensor subclasses")
     names = []
     for t in params:
         found = cap.names_by_id.get(id(t))
@@ -305,7 +319,11 @@ def artifact(compiled) -> tuple[tuple, dict, dict]:
     if out._defers_input_alignment:
         check_idxs = ()   # (non-mutated inputs are copied by the module itself; none is mutated)
     expected = meta.num_outputs
-    data = (FORMAT, out.source_code, tuple(kernels), tuple(names), check_idxs, expected, cap.state)
+    # (outputs of dynamic size: AOTAutograd's wrapper marks their dims for a compiler reading the
+    # next graph's inputs, as dynamo does; the loaded module marks them alike)
+    dynamic_dims = tuple(None if o.dynamic_dims is None else tuple(sorted(o.dynamic_dims))
+                         for o in meta.output_info) if meta.dynamic_outputs else ()
+    data = (FORMAT, out.source_code, tuple(kernels), tuple(names), check_idxs, expected, cap.state, dynamic_dims)
     return data, blobs, extern
 
 
@@ -428,13 +446,22 @@ def _clone_preserve_strides(x: torch.Tensor) -> torch.Tensor:
     return torch.as_strided(torch.as_strided(x, (needed,), (1,)).clone(), x.size(), x.stride())
 
 
+def _mark_dynamic_dims(t, dims: set) -> None:
+    """What AOTAutograd's runtime wrapper does to an output of dynamic
+    sizes: the dims are noted on the tensor, where dynamo would read them."""
+    if hasattr(t, "_dynamo_propagated_dynamic_indices"):
+        t._dynamo_propagated_dynamic_indices |= dims
+    else:
+        t._dynamo_propagated_dynamic_indices = dims.copy()
+
+
 def load(data: tuple, kernel_files: dict, extern: dict, params: dict):
     """The compiled graph again: ``data`` from ``artifact``, the kernels'
     library paths by hash, the extern kernels resolved, the parameters by
     name (the warm call's).  LookupError (why) when it cannot be used."""
-    fmt, src, kernels, names, check_idxs, expected, state = data
-    if fmt != FORMAT:
+    if data[0] != FORMAT:
         raise LookupError("another artifact format")
+    _, src, kernels, names, check_idxs, expected, state, dynamic_dims = data
     now = process_state()
     if now != state:
         what = [w for w, a, b in zip(("config", "environment", "machine", "CPU", "ATen capability", "threads",
@@ -458,6 +485,7 @@ def load(data: tuple, kernel_files: dict, extern: dict, params: dict):
     flat = [params[n] for n in names]
     set_grad = torch._C._set_grad_enabled
     is_grad = torch.is_grad_enabled
+    marks = [(i, set(dims)) for i, dims in enumerate(dynamic_dims) if dims is not None]
 
     def compiled_graph(*inputs):
         # (AOTAutograd's runtime wrapper of an inference graph, and inductor's realignment)
@@ -480,6 +508,8 @@ def load(data: tuple, kernel_files: dict, extern: dict, params: dict):
             outs = [outs]
         if len(outs) != expected:
             raise AssertionError(f"expected {expected} outputs, got {len(outs)}")
+        for i, dims in marks:
+            _mark_dynamic_dims(outs[i], dims)
         return outs
 
     compiled_graph.armature_loaded_artifact = True

@@ -643,9 +643,10 @@ def _decode_target(d):
 def _encode_arg(a):
     if isinstance(a, torch.fx.Node):
         return ("node", a.name)
-    if type(a) in (tuple, list):
-        return ("t" if type(a) is tuple else "l", tuple(_encode_arg(x) for x in a))
-    if type(a) is dict:
+    from torch.fx.immutable_collections import immutable_dict, immutable_list
+    if type(a) in (tuple, list, immutable_list):   # (a node's list arguments are immutable_lists: FX makes them so
+        return ("t" if type(a) is tuple else "l", tuple(_encode_arg(x) for x in a))   # again on load)
+    if type(a) in (dict, immutable_dict):
         return ("d", tuple((k, _encode_arg(v)) for k, v in a.items()))
     if type(a) is slice:
         return ("slice", _encode_arg(a.start), _encode_arg(a.stop), _encode_arg(a.step))

@@ -18,12 +18,17 @@ any call (identity guards on the call's modules and parameters rebuilt
 from their sources).  The cache directory is trusted as the user's own code
 is: an entry whose key matches is executed (marshal, the graph's source).
 
+Beside a code's entries, ``dynamic.hints`` keeps its dynamic-shape
+decisions (which dims and numbers became dynamic), also when no entry can
+be stored: the next process's first trace starts from them.
+
 Failures to write (a read-only directory, a full disk) turn the cache off
 for the process with one warning; nothing here ever fails a call.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import marshal
 import os
@@ -41,6 +46,7 @@ from ..diagnostics import logs
 from . import cache_events as events
 from . import loaded_graph
 from . import persist_codec as codec
+from . import persist_shapes
 from .persist_codec import NotStorable
 
 log = logs.artifact("cache")
@@ -172,8 +178,9 @@ def _encode_graph(info) -> tuple | None:
     inputs = None
     if not eager:   # the backend compiles it again on load: the graph node by node, its example inputs
         storages: set = set()
-        inputs = (tuple(_example_input_meta(n, storages) for n in gm.graph.nodes if n.op == "placeholder"),
-                  codec.encode_fx_graph(gm.graph))
+        symbols = persist_shapes.Collected()
+        metas = tuple(_example_input_meta(n, storages, symbols) for n in gm.graph.nodes if n.op == "placeholder")
+        inputs = (metas, codec.encode_fx_graph(gm.graph), persist_shapes.encode(symbols))
     from ..names import STATIC_INPUTS_META
     return (pc.src, names, tuple(attrs), inputs, tuple(gm.meta.get(STATIC_INPUTS_META, ())), tuple(subgraphs),
             bool(info.regions_backend), _encode_artifact(info) if not eager else None)
@@ -214,25 +221,30 @@ def _encode_subgraph(sub) -> tuple:
     return (codec.encode_fx_graph(sub.graph), sub.graph.python_code(root_module="self").src)
 
 
-def _example_input_meta(node, storages: set) -> tuple:
-    """A placeholder's example input as data: only plain tensors of static
-    shapes (a symbolic size would need the trace's ShapeEnv), none a view or
-    sharing memory with another (the backend compiles again with fresh
-    tensors of these shapes: they must alias as the traced ones did)."""
+def _example_input_meta(node, storages: set, symbols) -> tuple:
+    """A placeholder's example input as data: a plain tensor or a SymInt;
+    a dynamic size as its expression over the trace's ShapeEnv symbols,
+    which ``symbols`` (persist_shapes.Collected) gathers to be written with
+    the entry.  No tensor a view or sharing memory with another (the backend
+    compiles again with fresh tensors of these shapes: they must alias as
+    the traced ones did)."""
     val = node.meta.get("val", node.meta.get("example_value"))
+    if isinstance(val, torch.SymInt):
+        return ("symint", symbols.item(val, f"graph input {node.name}"))
     if not isinstance(val, torch.Tensor) or type(val).__name__ != "FakeTensor":
-        raise NotStorable(f"graph input {node.name} is not a tensor (dynamic sizes are stored for eager only)")
+        raise NotStorable(f"graph input {node.name} is a {type(val).__name__}, not a tensor or a SymInt")
+    if val.is_sparse or val.is_quantized or val.is_nested:
+        raise NotStorable(f"graph input {node.name} has an unusual layout")
     from torch.multiprocessing.reductions import StorageWeakRef
     storage = StorageWeakRef(val.untyped_storage())
-    if val._is_view() or val.storage_offset() != 0 or storage in storages:
+    offset = val.storage_offset()   # (never compared while symbolic: that would add a guard)
+    if val._is_view() or type(offset) is not int or offset != 0 or storage in storages:
         raise NotStorable(f"graph input {node.name} is a view or shares memory with another input")
     storages.add(storage)
-    sizes = tuple(val.size()) + tuple(val.stride())
-    if any(not isinstance(s, int) for s in sizes) or val.is_sparse or val.is_quantized or val.is_nested:
-        raise NotStorable(f"graph input {node.name} has symbolic sizes or an unusual layout "
-                          f"(dynamic sizes are stored for eager only)")
-    return (tuple(val.size()), tuple(val.stride()), str(val.dtype).removeprefix("torch."), str(val.device),
-            bool(val.requires_grad))
+    what = f"a size of graph input {node.name}"
+    return ("tensor", tuple(symbols.item(s, what) for s in val.size()),
+            tuple(symbols.item(s, what) for s in val.stride()), str(val.dtype).removeprefix("torch."),
+            str(val.device), bool(val.requires_grad))
 
 
 def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
@@ -257,20 +269,9 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     info.graph_artifact = graph[7] if graph is not None else None
     special = {id(info.compiled): ("special", "graph")} if info.compiled is not None else {}
     code, patches = codec.encode_code(entry.transformed_code, special)
-    hints = []   # dynamic-shape decisions (hints for later traces: one that cannot be written is left out)
-    for src, dims in cache.auto_dims.items():
-        try:
-            hints.append(("dims", codec.encode_source(src), tuple(sorted(dims))))
-        except NotStorable:
-            pass
-    for src in cache.dynamic_sources:
-        try:
-            hints.append(("number", codec.encode_source(src)))
-        except NotStorable:
-            pass
     payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
                "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
-               "op_count": entry.op_count, "hints": tuple(sorted(hints, key=repr)),
+               "op_count": entry.op_count, "hints": _hints_of(cache),
                "fx": loaded_graph.encode_eager_nodes(info)}   # (cache_entries()' graph_module: loaded_graph.py)
     for k, v in payload.items():
         try:
@@ -307,6 +308,7 @@ def store(cf, cache, entry) -> None:
         stats["not_stored"] += 1
         log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
         return
+    _store_hints(cf, cache)
     try:
         parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters,
                           cf._module_of_call())
@@ -338,6 +340,105 @@ def store(cf, cache, entry) -> None:
     stats["stored"] += 1
     events.note("stored", cf, path=path)
     _evict(root)
+
+
+# --- dynamic-shape decisions ---------------------------------------------------------
+
+#: the file of a code's dynamic-shape decisions, beside its entries (in its key's directory)
+HINTS_FILE = "dynamic.hints"
+_HINTS_MAGIC = b"ARMHINT1"
+
+
+def _hints_of(cache) -> tuple:
+    """The code's dynamic-shape decisions (the dims and numbers that changed
+    between calls, which later traces make dynamic) as data; one that
+    cannot be written is left out (it is only a hint)."""
+    hints = []
+    for src, dims in cache.auto_dims.items():
+        try:
+            hints.append(("dims", codec.encode_source(src), tuple(sorted(dims))))
+        except NotStorable:
+            pass
+    for src in cache.dynamic_sources:
+        try:
+            hints.append(("number", codec.encode_source(src)))
+        except NotStorable:
+            pass
+    return tuple(sorted(hints, key=repr))
+
+
+def _apply_hints(cache, hints) -> None:
+    for hint in hints:
+        try:
+            if hint[0] == "dims":
+                cache.auto_dims.setdefault(codec.decode_source(hint[1]), set()).update(hint[2])
+            else:
+                cache.dynamic_sources.add(codec.decode_source(hint[1]))
+        except LookupError:
+            pass
+
+
+def _read_hints(path: str) -> tuple:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return ()
+    digest, data = raw[len(_HINTS_MAGIC):len(_HINTS_MAGIC) + 32], raw[len(_HINTS_MAGIC) + 32:]
+    if not raw.startswith(_HINTS_MAGIC) or hashlib.sha256(data).digest() != digest:
+        log.debug("ignoring a corrupt hints file %s", path)
+        return ()
+    try:
+        hints = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return ()
+    return hints if isinstance(hints, tuple) else ()
+
+
+def _store_hints(cf, cache) -> None:
+    """The code's dynamic-shape decisions in a file of their own, keyed like
+    its entries, written whenever they grew -- also when no entry can be
+    stored -- so that the next process's first trace makes those dims
+    dynamic instead of compiling once per size again (as torch.compile's
+    automatic dynamic shapes remember them).  Never raises: a hint lost
+    costs a recompile, never a wrong result."""
+    hints = _hints_of(cache)
+    if not hints:
+        return
+    try:
+        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        folder = os.path.join(cache_root(), _key_of(parts))
+        path = os.path.join(folder, HINTS_FILE)
+        old = _read_hints(path)
+        merged = tuple(sorted(set(old) | set(hints), key=repr))
+        if merged == old:
+            return
+        data = marshal.dumps(merged)
+        os.makedirs(folder, exist_ok=True)
+        _atomic_write(path, _HINTS_MAGIC + hashlib.sha256(data).digest() + data)
+    except NotStorable:
+        return
+    except OSError as e:
+        _turn_off(f"cannot write to the cache directory {cache_root()}: {e}")
+        return
+    except Exception as e:   # noqa: BLE001 - an error of armature's own: the hints are just not kept
+        log.debug("dynamic-shape decisions of %s not kept: internal error %s: %s", cf._fn.__qualname__,
+                  type(e).__name__, e)
+        return
+    log.debug("kept the dynamic-shape decisions of %s: %s", cf._fn.__qualname__, path)
+
+
+def _load_hints(fn, cache, folder: str) -> None:
+    """The dynamic-shape decisions an earlier process kept for this code
+    (``_store_hints``), applied before this process's first trace."""
+    hints = _read_hints(os.path.join(folder, HINTS_FILE))
+    if hints:
+        try:
+            _apply_hints(cache, hints)
+        except Exception as e:   # noqa: BLE001 - a hint is only a hint
+            log.debug("dynamic-shape decisions of %s not used: %s: %s", fn.__qualname__, type(e).__name__, e)
+            return
+        log.debug("dynamic-shape decisions of %s from an earlier process: %d", fn.__qualname__, len(hints))
 
 
 def _atomic_write(path: str, data: bytes) -> None:
@@ -506,6 +607,7 @@ def load(cf, cache, args, kwargs) -> int:
         log.debug("not looked up: %s: internal error %s: %s", fn.__qualname__, type(e).__name__, e)
         return 0
     folder = os.path.join(cache_root(), _key_of(parts))
+    _load_hints(fn, cache, folder)
     found = _entries_in(folder)
     if not found:
         why = _why_key_missed(fn, parts)   # (a miss: the trace that follows costs far more than this read)
@@ -549,16 +651,25 @@ class _GraphAttrs:
 def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgraphs=()):
     """The backend's artifact for a loaded graph: the GraphModule is rebuilt
     from its code (and must print as the stored code: the very graph), and
-    the backend compiles it with example inputs of the stored shapes.  For
-    inductor this is where its own FX-graph and AOTAutograd caches answer
-    (their key: this graph and these inputs), so the cost is theirs."""
-    from torch._guards import TracingContext, tracing
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    the backend compiles it with example inputs of the stored shapes (of
+    dynamic sizes: the trace's symbols, ranges and guards rebuilt in a
+    fresh ShapeEnv, persist_shapes.py, and the compile checked to assume
+    nothing more).  For inductor this is where its own FX-graph and
+    AOTAutograd caches answer (their key: this graph and these inputs), so
+    the cost is theirs.
 
-    from .. import torch_compat
+    The compile happens on the graph's first call, not on load
+    (``_LoadedGraph``): a process loads every stored entry of a code and
+    may use one, and the first call runs under the global state the
+    entry's guards require (grad mode: AOTAutograd compiles a graph without
+    a backward when grad mode is off)."""
+    rebuild = functools.partial(_rebuild_graph, src, attrs, inputs[1], static_inputs, subgraphs)
+    rebuild()   # (now: a graph that does not rebuild to the stored code is not loaded)
+    return _LoadedGraph(functools.partial(_compile_rebuilt, backend, rebuild, inputs), rebuild)
+
+
+def _rebuild_graph(src: str, attrs: dict, nodes, static_inputs, subgraphs):
     from ..names import STATIC_INPUTS_META
-    metas, nodes = inputs
     root = torch.nn.Module()
     for name, t in attrs.items():
         if isinstance(t, torch.nn.Parameter):
@@ -574,17 +685,69 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     if gm.graph.python_code(root_module="self").src != src:
         raise LookupError("the graph rebuilt from its code differs from the stored one")
     gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    # (fake, of static sizes, as the trace hands them over: a real tensor would be
-    # made symbolic by the backend's fakification under this ShapeEnv)
-    example = [fake_mode.from_tensor(
-        torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device, requires_grad=rg),
-        static_shapes=True) for size, stride, dtype, device, rg in metas]
+    return gm
+
+
+def _compile_rebuilt(backend, rebuild, inputs):
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from .. import torch_compat
+    metas, _, shape = inputs
+    gm = rebuild()
+    if shape is None:   # (static sizes: fake, as the trace hands them over; a real tensor would be made symbolic
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())   # by the backend's fakification under this ShapeEnv)
+        example = [fake_mode.from_tensor(torch.empty_strided(size, stride, dtype=getattr(torch, dtype), device=device,
+                                                             requires_grad=rg), static_shapes=True)
+                   for _, size, stride, dtype, device, rg in metas]
+    else:   # (dynamic sizes: the trace's symbols, ranges and guards in a fresh ShapeEnv)
+        rebuilt = persist_shapes.Rebuilt(shape)
+        fake_mode = rebuilt.fake_mode
+        example = [rebuilt.value(m[1]) if m[0] == "symint" else
+                   rebuilt.tensor(m[1], m[2], getattr(torch, m[3]), m[4], m[5]) for m in metas]
     with tracing(TracingContext(fake_mode)), torch_compat.backend_compile_state():
         compiled = backend(gm, example)
+    if shape is not None:
+        rebuilt.check()   # (the compile assumed nothing the entry's guards do not check)
     if not callable(compiled):
         raise LookupError(f"backend {backend!r} returned {compiled!r}")
     return compiled
+
+
+class _LoadedGraph:
+    """A loaded entry's graph, compiled by its backend on its first call
+    (``_compile_loaded``).  Should that compile fail, or assume what the
+    entry's guards do not check, the graph's own code runs instead (what
+    the eager backend runs: the traced graph, right for every call the
+    entry's guards let through), logged; an error of armature's own never
+    reaches the call."""
+
+    def __init__(self, compile_fn, rebuild):
+        self._compile, self._rebuild = compile_fn, rebuild
+        self._fn = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        fn = self._fn
+        if fn is None:
+            fn = self._first()
+        return fn(*args)
+
+    def _first(self):
+        with self._lock:
+            if self._fn is None:
+                t0 = time.perf_counter()
+                try:
+                    self._fn = self._compile()
+                    log.debug("compiled a loaded graph (%.3f s)", time.perf_counter() - t0)
+                except Exception as e:   # noqa: BLE001 - armature's own error: the graph runs as traced
+                    from ..diagnostics.errors import strict_internal_errors
+                    if strict_internal_errors() and not isinstance(e, LookupError):
+                        raise
+                    log.debug("a loaded graph is run as traced, not compiled: %s: %s", type(e).__name__, e)
+                    self._fn = self._rebuild().forward
+            return self._fn
 
 
 def _load_artifact(fn, artifact, values: dict):
@@ -651,14 +814,7 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
     run.__kwdefaults__ = fn.__kwdefaults__
     guard_fn = build_guard_function(fn, guards)
-    for hint in payload["hints"]:
-        try:
-            if hint[0] == "dims":
-                cache.auto_dims.setdefault(codec.decode_source(hint[1]), set()).update(hint[2])
-            else:
-                cache.dynamic_sources.add(codec.decode_source(hint[1]))
-        except LookupError:
-            pass
+    _apply_hints(cache, payload["hints"])
     entry = loaded_graph.LoadedEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
                                      transformed_code=code, op_count=payload["op_count"], loaded_from=path,
                                      rebuild=loaded_graph.rebuilder(graph, payload.get("fx"), values, fn.__qualname__))
