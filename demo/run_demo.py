@@ -102,6 +102,10 @@ def placeholder_kinds(gm: torch.fx.GraphModule, model: torch.nn.Module) -> list[
             continue
         kind = "parameter" if node.name in params else "buffer" if node.name in buffers else "input"
         val = node.meta.get("example_value", node.meta.get("val"))
+        if val is None and "example_value" not in node.meta and "val" not in node.meta:
+            # (a graph rebuilt from an entry loaded from disk carries no example values)
+            out.append((node.name, kind, "(loaded from disk: no example value)"))
+            continue
         shape = "x".join(map(str, val.shape)) if isinstance(val, torch.Tensor) else type(val).__name__
         dtype = str(val.dtype).replace("torch.", "") if isinstance(val, torch.Tensor) else ""
         out.append((node.name, kind, f"{dtype}[{shape}]"))
