@@ -351,6 +351,31 @@ def test_global_read_by_the_constructor_is_guarded():
         reset()
 
 
+@armature_only
+def test_global_made_dynamic_and_specialised_by_the_constructor_stays_guarded():
+    """WIDTH changes, so it becomes a dynamic int; the constructor (traced in
+    a sandbox for the setup code) builds Linear(WIDTH, 2), which specialises
+    it again.  The entry must guard ``WIDTH == 3`` -- it used to guard only
+    its type, and served WIDTH 5 with a graph slicing 3 columns."""
+    global WIDTH
+
+    def f(x):
+        return ReadsGlobalWidth()(x)
+
+    compiled = armature.compile(f, backend="eager")
+    x = torch.randn(2, 6)
+    try:
+        for width in (4, 3, 5, 2):
+            WIDTH = width
+            torch.manual_seed(0)
+            expected = f(x)
+            torch.manual_seed(0)
+            torch.testing.assert_close(compiled(x), expected, rtol=0, atol=0)
+    finally:
+        WIDTH = 4
+        reset()
+
+
 class ScalesGiven(nn.Module):
     """Changes, in place, the weight of a module made in the frame that the
     graph used before the call: the setup would change it before the graph."""

@@ -144,6 +144,7 @@ class OutputGraph:
         sub.input_contexts, sub.symbol_nodes, sub.guard_locations = {}, {}, {}
         sub.tensor_values = {}
         sub.is_sandbox = True   # (no module is built for it: values/nn/fresh_modules.py)
+        sub.parent_graph = self
         return sub
 
     # --- inputs -------------------------------------------------------------
@@ -212,8 +213,15 @@ class OutputGraph:
         from torch.fx.experimental.symbolic_shapes import DimDynamic
         env_source = self.source_names.shape_env_source(source)
         sym = self.shape_env.create_unspecified_symint_and_symbol(value, env_source, DimDynamic.DYNAMIC)
-        self.symbolic_inputs.append((sym, env_source))
-        self.symbolic_contexts.append(None)
+        # (in every enclosing graph too: a value read in a sandbox -- a module's constructor traced
+        # for the frame's setup code -- is the very value the frame goes on using, and the ShapeEnv
+        # they share may specialise it; the frame's guards must then say so, or an entry holding the
+        # specialised value serves other values)
+        graph = self
+        while graph is not None:
+            graph.symbolic_inputs.append((sym, env_source))
+            graph.symbolic_contexts.append(None)
+            graph = graph.__dict__.get("parent_graph")
         return sym
 
     def add_attr(self, real: torch.Tensor, source: Source) -> tuple[torch.fx.Node, torch.Tensor]:
