@@ -334,7 +334,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     gm = None
     compiled = None
     #: why the entry cannot be stored on disk (driver/persist_codec.py), None: it may be
-    unstorable = None if brk is None else "the frame has a graph break (resume functions are not stored yet)"
+    unstorable = None   # (a split frame's resume functions and callees: driver/persist_callees.py)
     t1 = time.perf_counter()
     checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
     if graph.has_ops():

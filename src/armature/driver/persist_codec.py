@@ -107,9 +107,40 @@ def file_hash(path: str) -> str | None:
 
 
 def code_hash(code: types.CodeType) -> str:
-    """Bytecode, constants, names and closure layout of a code object (and
-    of the code objects nested in it)."""
-    return hashlib.sha256(marshal.dumps(code)).hexdigest()
+    """Bytecode, constants, names, closure layout and line table of a code
+    object (and of the code objects nested in it).  Not the hash of its
+    marshal: marshal flags an object shared by reference only while
+    something else holds it (its reference count), so the same code
+    marshals differently once a trace has looked at its constants."""
+    h = hashlib.sha256()
+    _hash_code(h, code)
+    return h.hexdigest()
+
+
+def _hash_code(h, code: types.CodeType) -> None:
+    for part in (code.co_code, code.co_exceptiontable, code.co_linetable):
+        h.update(len(part).to_bytes(8, "little") + part)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount,
+                   code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_stacksize,
+                   code.co_name, code.co_qualname, code.co_firstlineno, len(code.co_consts))).encode())
+    for k in code.co_consts:
+        if isinstance(k, types.CodeType):
+            h.update(b"<code>")
+            _hash_code(h, k)
+        else:
+            h.update(_const_text(k).encode() + b"\x00")
+
+
+def _const_text(k) -> str:
+    """A constant's text, the same in every process (a frozenset's order
+    depends on the string hash seed)."""
+    if type(k) is tuple:
+        return "(" + ",".join(_const_text(x) for x in k) + ")"
+    if type(k) is frozenset:
+        return "frozenset(" + ",".join(sorted(_const_text(x) for x in k)) + ")"
+    if type(k) is float or type(k) is complex:
+        return f"{type(k).__name__}:{k!r}:{k.hex() if type(k) is float else ''}"
+    return f"{type(k).__name__}:{k!r}"
 
 
 def origin_of_file(path: str | None) -> tuple | None:

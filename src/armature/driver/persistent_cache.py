@@ -39,6 +39,7 @@ import torch
 
 from .. import config as config_mod
 from ..diagnostics import logs
+from . import persist_callees as callees
 from . import persist_codec as codec
 from .persist_codec import NotStorable
 
@@ -114,17 +115,33 @@ def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_
         "backend": _backend_part(backend),
         "config": repr(sorted(cfg.items())),
         "settings": repr((fullgraph, dynamic, module_parameters)),
-        "code": f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}",
+        "code": _code_part(code),
     }
+
+
+def _code_part(code: types.CodeType) -> str:
+    return f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}"
+
+
+def parts_for(cf) -> dict:
+    """The key parts of ``cf``'s entries: a user's compiled function's, or
+    a resume function's or a callee's compiled wrapper's
+    (driver/persist_callees.py); NotStorable for another (a compile under a
+    forced backend)."""
+    if callees.role_of(cf) is None and cf._group is None:
+        raise NotStorable("compiled under set_stance(force_backend=...)")
+    parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+    if callees.role_of(cf) is not None:
+        parts.update(callees.role_parts(cf, _code_part))
+    return parts
 
 
 def _key_of(parts: dict) -> str:
     return hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()[:32]
 
 
-def _code_index(fn) -> str:
-    code = fn.__code__
-    name = f"{os.path.abspath(code.co_filename)}:{code.co_qualname}"
+def _code_index(cf) -> str:
+    name = f"{os.path.abspath(cf._fn.__code__.co_filename)}:{callees.index_name(cf)}"
     return hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
@@ -240,22 +257,15 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     guards = tuple(codec.encode_guard(g) for g in info.guards)
     graph = _encode_graph(info)
     info.graph_artifact = graph[7] if graph is not None else None
-    special = {id(info.compiled): ("special", "graph")} if info.compiled is not None else {}
+    # (resume functions and callees' compiled wrappers: by what makes them, persist_callees.py)
+    special, called = callees.encode_callees(cf, entry.transformed_code)
+    if info.compiled is not None:
+        special[id(info.compiled)] = ("special", "graph")
     code, patches = codec.encode_code(entry.transformed_code, special)
-    hints = []   # dynamic-shape decisions (hints for later traces: one that cannot be written is left out)
-    for src, dims in cache.auto_dims.items():
-        try:
-            hints.append(("dims", codec.encode_source(src), tuple(sorted(dims))))
-        except NotStorable:
-            pass
-    for src in cache.dynamic_sources:
-        try:
-            hints.append(("number", codec.encode_source(src)))
-        except NotStorable:
-            pass
     payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
                "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
-               "op_count": entry.op_count, "hints": tuple(sorted(hints, key=repr))}
+               "op_count": entry.op_count, "hints": callees.encode_hints(cache), "callees": called,
+               "break": callees.encode_break(entry.graph_break)}
     for k, v in payload.items():
         try:
             marshal.dumps(v)
@@ -285,14 +295,8 @@ def store(cf, cache, entry) -> None:
     faithfully; never raises."""
     if not enabled() or entry.loaded_from is not None:
         return
-    if cf._resume or cf._group is None:
-        # resume functions and armature's own wrappers: stored with the frame
-        # that makes them, once frames with breaks are
-        stats["not_stored"] += 1
-        log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
-        return
     try:
-        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        parts = parts_for(cf)
         data = _encode_entry(cf, cache, entry, parts)
     except NotStorable as e:
         stats["not_stored"] += 1
@@ -314,7 +318,7 @@ def store(cf, cache, entry) -> None:
                 _kernel_file(root, h, blob)
         _atomic_write(path, _MAGIC + digest + data)
         os.makedirs(os.path.join(root, "index"), exist_ok=True)
-        _atomic_write(os.path.join(root, "index", _code_index(cf._fn)), marshal.dumps(parts))
+        _atomic_write(os.path.join(root, "index", _code_index(cf)), marshal.dumps(parts))
     except OSError as e:
         _turn_off(f"cannot write to the cache directory {root}: {e}")
         return
@@ -451,9 +455,9 @@ def _read(path: str):
     return payload
 
 
-def _why_key_missed(fn, parts: dict) -> str:
+def _why_key_missed(cf, parts: dict) -> str:
     try:
-        with open(os.path.join(cache_root(), "index", _code_index(fn)), "rb") as f:
+        with open(os.path.join(cache_root(), "index", _code_index(cf)), "rb") as f:
             old = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return "nothing stored for this code"
@@ -465,11 +469,11 @@ def load(cf, cache, args, kwargs) -> int:
     """Entries stored for ``cf``'s code whose key, source files and names
     still match, added to ``cache`` (checked against this call's objects);
     their number.  Never raises."""
-    if not enabled() or cf._resume or cf._group is None:
+    if not enabled():
         return 0
     fn = cf._fn
     try:
-        parts = key_parts(fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        parts = parts_for(cf)
     except NotStorable as e:
         log.debug("not looked up: %s: %s", fn.__qualname__, e)
         return 0
@@ -480,7 +484,7 @@ def load(cf, cache, args, kwargs) -> int:
     found = _entries_in(folder)
     if not found:
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(fn, parts))
+            log.debug("miss: %s: %s", fn.__qualname__, _why_key_missed(cf, parts))
         return 0
     n = 0
     t0 = time.perf_counter()
@@ -592,7 +596,7 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
         return value
 
     guards = codec.decode_guards(payload["guards"], read)
-    special = {}
+    special = callees.decode_callees(cf, payload["callees"])
     graph = payload["graph"]
     if graph is not None:
         src, names, attrs, inputs, static_inputs, subgraphs, regions_backend, artifact = graph
@@ -622,16 +626,10 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
     run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
     run.__kwdefaults__ = fn.__kwdefaults__
     guard_fn = build_guard_function(fn, guards)
-    for hint in payload["hints"]:
-        try:
-            if hint[0] == "dims":
-                cache.auto_dims.setdefault(codec.decode_source(hint[1]), set()).update(hint[2])
-            else:
-                cache.dynamic_sources.add(codec.decode_source(hint[1]))
-        except LookupError:
-            pass
+    callees.apply_hints(cache, payload["hints"])
     entry = CacheEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
-                       transformed_code=code, op_count=payload["op_count"], loaded_from=path)
+                       transformed_code=code, op_count=payload["op_count"], loaded_from=path,
+                       graph_break=callees.decode_break(payload["break"]))
     from . import explain
     explain.record(entry)
     return entry
