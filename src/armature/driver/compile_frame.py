@@ -317,6 +317,11 @@ def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: fl
     entry = CacheEntry(guard=build_guard_function(fn, guards),
                        run=routed_runner(fn.__code__, backend, ctx.policy.mode), guards=guards,
                        graph_break=brk, trace_time_s=trace_time)
+    if persistent_cache.enabled():   # (stored as its guards and the runner's settings)
+        from .persist_codec import PersistInfo
+        entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=None, compiled=None, backend=backend,
+                                    attr_sources={}, input_sources=[], traced_files=frozenset(ctx.traced_files),
+                                    unstorable=None, has_setup=False, routed=(ctx.policy.mode,))
     explain.record(entry)
     return entry
 

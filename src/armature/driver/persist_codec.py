@@ -66,6 +66,9 @@ class PersistInfo:
     regions_backend: bool = False
     #: inductor's artifact as stored (set while encoding: its kernel libraries are written beside the entry)
     graph_artifact: Any = None
+    #: (dynamic,): the frame runs natively with its calls compiled (a break
+    #: inside a loop: driver/native_frames.routed_runner), None: transformed code
+    routed: tuple | None = None
 
 
 # --- files and code ---------------------------------------------------------

@@ -257,15 +257,17 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     guards = tuple(codec.encode_guard(g) for g in info.guards)
     graph = _encode_graph(info)
     info.graph_artifact = graph[7] if graph is not None else None
-    # (resume functions and callees' compiled wrappers: by what makes them, persist_callees.py)
-    special, called = callees.encode_callees(cf, entry.transformed_code)
-    if info.compiled is not None:
-        special[id(info.compiled)] = ("special", "graph")
-    code, patches = codec.encode_code(entry.transformed_code, special)
+    if info.routed is not None:   # a frame run natively, its calls compiled: no code of its own
+        code, patches, called = None, (), ()
+    else:   # (resume functions and callees' compiled wrappers: by what makes them, persist_callees.py)
+        special, called = callees.encode_callees(cf, entry.transformed_code)
+        if info.compiled is not None:
+            special[id(info.compiled)] = ("special", "graph")
+        code, patches = codec.encode_code(entry.transformed_code, special)
     payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
                "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
                "op_count": entry.op_count, "hints": callees.encode_hints(cache), "callees": called,
-               "break": callees.encode_break(entry.graph_break)}
+               "break": callees.encode_break(entry.graph_break), "routed": info.routed}
     for k, v in payload.items():
         try:
             marshal.dumps(v)
@@ -622,9 +624,13 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
                 from ..graph import regions
                 backend = regions.backend_for(backend)
             special["graph"] = _compile_loaded(backend, src, values, inputs, static_inputs, subgraphs)
-    code = codec.decode_code(payload["code"], payload["patches"], special)
-    run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
-    run.__kwdefaults__ = fn.__kwdefaults__
+    if payload["routed"] is not None:   # (driver/native_frames.py: the same runner the trace chose)
+        from .native_frames import routed_runner
+        code, run = None, routed_runner(fn.__code__, cf._backend, payload["routed"][0])
+    else:
+        code = codec.decode_code(payload["code"], payload["patches"], special)
+        run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
+        run.__kwdefaults__ = fn.__kwdefaults__
     guard_fn = build_guard_function(fn, guards)
     callees.apply_hints(cache, payload["hints"])
     entry = CacheEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
