@@ -69,6 +69,13 @@ def calls_breaking_helper(x):
     return helper.noisy(x.sin()) * 2   # (helper's trace breaks: called through its compiled wrapper)
 
 
+def loop(x):
+    for i in range(3):
+        x = x.sin() + i
+        print("loop: iteration", i)
+    return x * 2
+
+
 def makes_a_closure(x):
     def inner(y):
         print("inner: between its graphs")
@@ -145,7 +152,7 @@ def both(name, fn, make_args, grads=False):
 
 
 if what in ("one_break", "three_breaks", "reads_global_after_break", "calls_breaking_helper",
-            "makes_a_closure"):
+            "makes_a_closure", "loop"):
     both(what, getattr(model, what), lambda: (torch.randn(4),))
 elif what == "net":
     net = model.Net()
@@ -298,6 +305,20 @@ def test_break_inside_a_loop_runs_natively_warm_without_tracing(ws):
     _same_as_eager(cold)
     assert cold.stats["stored"] == cold.stats["traces"] >= 2, cold.stderr
     warm = ws("stack")
+    assert warm.stats["traces"] == 0 and warm.stats["loaded"] == cold.stats["stored"], warm.stderr
+    _same_as_eager(warm)
+    _same_as(cold, warm)
+
+
+@pytest.mark.parametrize("loop_breaks", ["native", "split"])
+def test_break_inside_a_loop_of_a_function(ws, loop_breaks):
+    """native: the frame's entry runs it as Python (one entry); split: the
+    resume function inside the loop calls itself, an entry per iteration's
+    trace (its entries refer to their own resume function)."""
+    cold = ws("loop", ARMATURE_LOOP_BREAKS=loop_breaks)
+    _same_as_eager(cold)
+    assert cold.stats["stored"] == cold.stats["traces"] >= (1 if loop_breaks == "native" else 3), cold.stderr
+    warm = ws("loop", ARMATURE_LOOP_BREAKS=loop_breaks)
     assert warm.stats["traces"] == 0 and warm.stats["loaded"] == cold.stats["stored"], warm.stderr
     _same_as_eager(warm)
     _same_as(cold, warm)

@@ -38,8 +38,9 @@ the cold process.
 
 Not written (the entry is then not stored, logged): a function made inside
 the frame called through its compiled form (runtime/wrappers.NestedCompiled:
-kept per code object of this process), a CompiledFunction compiled with
-another backend, DDP and FSDP runners.
+kept per code object of this process), a resume function or wrapper
+compiled with another backend, DDP and FSDP runners.  A user's own compiled
+function met as a constant is named by import like any object.
 """
 from __future__ import annotations
 
@@ -107,8 +108,8 @@ def encode_callees(cf, code: types.CodeType) -> tuple[dict, tuple]:
         if isinstance(k, types.MethodType) and isinstance(k.__self__, NestedCompiled):
             raise NotStorable("it calls a function made inside the frame through its compiled form (kept per "
                               "code object of this process: runtime/wrappers.NestedCompiled)")
-        if not isinstance(k, CompiledFunction):
-            continue
+        if not isinstance(k, CompiledFunction) or role_of(k) is None:
+            continue   # (a user's compiled function is named by import, as any object: persist_codec.ref_of)
         name = f"callee{len(callees)}"
         callees.append((name, _encode_callee(cf, k)))
         special[id(k)] = ("special", name)
@@ -119,8 +120,6 @@ def _encode_callee(cf, callee) -> tuple:
     role = role_of(callee)
     if callee._backend is not cf._backend:
         raise NotStorable(f"it calls {callee._fn.__qualname__} compiled with another backend")
-    if role is None:
-        raise NotStorable(f"it calls {callee._fn.__qualname__}, compiled by the user (not stored by reference)")
     if role[0] == "wrapper":
         if callee._fullgraph:
             raise NotStorable(f"its callee {callee._fn.__qualname__} is compiled with fullgraph")
