@@ -11,8 +11,11 @@ included), how many frames armature traced and loaded, and a checksum of
 the result (every warm result must equal the cold one: the table says so).
 
 Models: the bundled demo model (demo/model.py TinyGPT, 2 blocks) and a
-6-block one of the same kind; eval mode, no_grad.  torch.compile runs with
-its default caches (FX-graph and AOTAutograd caches on).
+6-block one of the same kind; eval mode, no_grad.  ``demo_print`` and
+``blocks6_print`` are the same with a print between the blocks and the head
+(benchmarks/warm_start_models.py): a graph break, two graphs and a resume
+function.  torch.compile runs with its default caches (FX-graph and
+AOTAutograd caches on).
 
 ``demo-dyn`` (dynamic sizes; not in the default list): the demo model on
 sequences of two lengths in the cold process (32, then 48: the second call
@@ -22,7 +25,8 @@ by the caches' dynamic graph (torch.compile) -- neither may trace per size
 again.  Its results are compared with eager (each process's ``max_err``),
 as warm and cold run different lengths.
 
-Usage:  python benchmarks/warm_start.py [--backend inductor] [--warm 3] [--models demo,blocks6,demo-dyn]
+Usage:  python benchmarks/warm_start.py [--backend inductor] [--warm 3]
+            [--models demo,blocks6[,demo-dyn,demo_print,blocks6_print]]
         (``./dev suite --warm`` runs it)
 """
 from __future__ import annotations
@@ -46,8 +50,12 @@ def worker(args) -> None:
     import torch
     from model import GPTConfig, make_model
 
-    cfg = GPTConfig(n_layers=6) if args.model == "blocks6" else GPTConfig()
+    name, _, variant = args.model.partition("_")
+    cfg = GPTConfig(n_layers=6) if name == "blocks6" else GPTConfig()
     model, idx = make_model(cfg)
+    if variant == "print":   # (the same weights, a print in forward: a graph break)
+        from warm_start_models import PrintingGPT
+        model.__class__ = PrintingGPT
     if args.compiler == "armature":
         import armature
         compiled = armature.compile(model, backend=args.backend)
@@ -94,7 +102,8 @@ def main() -> int:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--compiler", default="armature")
     p.add_argument("--model", default="demo")
-    p.add_argument("--models", default="demo,blocks6")
+    p.add_argument("--models", default="demo,blocks6",
+                   help="comma-separated: demo, blocks6, demo_print, blocks6_print (a print in forward: a graph break)")
     p.add_argument("--compilers", default="armature,torch")
     p.add_argument("--backend", default="inductor")
     p.add_argument("--warm", type=int, default=3, help="warm processes per model and compiler")

@@ -218,9 +218,11 @@ class CompiledFunction:
                     _record.limit_hit(f, cache, f"hit the recompile limit ({config_mod.config.recompile_limit}); "
                                       f"last reason: {reason}", module=self._module_of_call())
                 return _RUN_EAGER
-        if not cache.disk_tried and st is _stance.DEFAULT and self._group is not None:
-            # the first miss of a code a user compiled: entries an earlier
-            # process stored (driver/persistent_cache.py), checked on this call
+        if not cache.disk_tried and st is _stance.DEFAULT and (
+                self._group is not None or getattr(self, "_persist_role", None) is not None):
+            # the first miss of a code a user compiled (or of a resume function
+            # or callee's wrapper its entries call): entries an earlier process
+            # stored (driver/persistent_cache.py), checked on this call
             cache.disk_tried = True
             if _persistent.enabled() and (loaded := _persistent.load(self, cache, args, kwargs)):
                 entry = _entry_for(cache.entries, args, self._fn_arg, kwargs)

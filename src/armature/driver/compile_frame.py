@@ -317,6 +317,11 @@ def _native_frame(fn, ctx: TraceContext, e: Unsupported, backend, trace_time: fl
     entry = CacheEntry(guard=build_guard_function(fn, guards),
                        run=routed_runner(fn.__code__, backend, ctx.policy.mode), guards=guards,
                        graph_break=brk, trace_time_s=trace_time)
+    if persistent_cache.enabled():   # (stored as its guards and the runner's settings)
+        from .persist_codec import PersistInfo
+        entry.persist = PersistInfo(fn=fn, guards=guards, graph_module=None, compiled=None, backend=backend,
+                                    attr_sources={}, input_sources=[], traced_files=frozenset(ctx.traced_files),
+                                    unstorable=None, has_setup=False, routed=(ctx.policy.mode,))
     explain.record(entry)
     return entry
 
@@ -334,7 +339,7 @@ def _finish(fn, ctx: TraceContext, body: Emitter, backend, t0: float, brk: Graph
     gm = None
     compiled = None
     #: why the entry cannot be stored on disk (driver/persist_codec.py), None: it may be
-    unstorable = None if brk is None else "the frame has a graph break (resume functions are not stored yet)"
+    unstorable = None   # (a split frame's resume functions and callees: driver/persist_callees.py)
     t1 = time.perf_counter()
     checks = speculation.plan_checks(ctx, body)   # (adds the assumed conditions to the outputs)
     if graph.has_ops():

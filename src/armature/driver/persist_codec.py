@@ -68,6 +68,9 @@ class PersistInfo:
     graph_artifact: Any = None
     #: code traced that comes from no file (TraceContext.unfiled_code)
     unfiled_code: tuple = ()
+    #: (dynamic,): the frame runs natively with its calls compiled (a break
+    #: inside a loop: driver/native_frames.routed_runner), None: transformed code
+    routed: tuple | None = None
 
 
 # --- files and code ---------------------------------------------------------
@@ -109,43 +112,40 @@ def file_hash(path: str) -> str | None:
 
 
 def code_hash(code: types.CodeType) -> str:
-    """Bytecode, constants, names and closure layout of a code object (and
-    of the code objects nested in it).  Not ``marshal.dumps(code)``: marshal
-    marks an object it may meet again by its reference count at that moment,
-    so one unchanged code object dumps differently as other references to its
-    constants come and go (seen: a library function's hash changed within a
-    process), and it writes a frozenset constant in hash-seed order."""
+    """Bytecode, constants, names, closure layout and line table of a code
+    object (and of the code objects nested in it).  Not the hash of its
+    marshal: marshal flags an object shared by reference only while
+    something else holds it (its reference count), so the same code
+    marshals differently once a trace has looked at its constants."""
     h = hashlib.sha256()
-    _digest_code(h, code)
+    _hash_code(h, code)
     return h.hexdigest()
 
 
-def _digest_code(h, code: types.CodeType) -> None:
-    h.update(repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_nlocals,
-                   code.co_flags, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
-                   code.co_filename, code.co_name, getattr(code, "co_qualname", None), code.co_firstlineno,
-                   len(code.co_consts))).encode())
-    h.update(code.co_code)
-    h.update(code.co_linetable)
-    h.update(getattr(code, "co_exceptiontable", b""))
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
+def _hash_code(h, code: types.CodeType) -> None:
+    for part in (code.co_code, code.co_exceptiontable, code.co_linetable):
+        h.update(len(part).to_bytes(8, "little") + part)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount,
+                   code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags, code.co_stacksize,
+                   code.co_name, code.co_qualname, code.co_firstlineno, len(code.co_consts))).encode())
+    for k in code.co_consts:
+        if isinstance(k, types.CodeType):
             h.update(b"<code>")
-            _digest_code(h, c)
+            _hash_code(h, k)
         else:
-            h.update(_const_text(c).encode())
-            h.update(b"\0")
+            h.update(_const_text(k).encode() + b"\x00")
 
 
-def _const_text(c) -> str:
-    """A code constant spelt independently of hash seeds and reference counts."""
-    if type(c) is tuple:
-        return "(" + ",".join(_const_text(x) for x in c) + ")"
-    if type(c) is frozenset:
-        return "frozenset{" + ",".join(sorted(_const_text(x) for x in c)) + "}"
-    if isinstance(c, types.CodeType):
-        return "code:" + code_hash(c)
-    return f"{type(c).__name__}:{c!r}"
+def _const_text(k) -> str:
+    """A constant's text, the same in every process (a frozenset's order
+    depends on the string hash seed)."""
+    if type(k) is tuple:
+        return "(" + ",".join(_const_text(x) for x in k) + ")"
+    if type(k) is frozenset:
+        return "frozenset(" + ",".join(sorted(_const_text(x) for x in k)) + ")"
+    if type(k) is float or type(k) is complex:
+        return f"{type(k).__name__}:{k!r}:{k.hex() if type(k) is float else ''}"
+    return f"{type(k).__name__}:{k!r}"
 
 
 def check_unfiled_code(codes, guards) -> None:

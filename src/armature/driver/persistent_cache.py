@@ -45,6 +45,7 @@ from .. import config as config_mod
 from ..diagnostics import logs
 from . import cache_events as events
 from . import loaded_graph
+from . import persist_callees as callees
 from . import persist_codec as codec
 from . import persist_shapes
 from .persist_codec import NotStorable
@@ -127,7 +128,7 @@ def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_
         "backend": _backend_part(backend),
         "config": repr(sorted(cfg.items())),
         "settings": repr((fullgraph, dynamic, module_parameters)),
-        "code": f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}",
+        "code": _code_part(code),
     }
     if module is not None:
         cls = type(module)
@@ -135,13 +136,29 @@ def key_parts(fn: types.FunctionType, backend, fullgraph: bool, dynamic, module_
     return parts
 
 
+def _code_part(code: types.CodeType) -> str:
+    return f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{codec.code_hash(code)}"
+
+
+def parts_for(cf) -> dict:
+    """The key parts of ``cf``'s entries: a user's compiled function's, or
+    a resume function's or a callee's compiled wrapper's
+    (driver/persist_callees.py); NotStorable for another (a compile under a
+    forced backend)."""
+    if callees.role_of(cf) is None and cf._group is None:
+        raise NotStorable("compiled under set_stance(force_backend=...)")
+    parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters, cf._module_of_call())
+    if callees.role_of(cf) is not None:
+        parts.update(callees.role_parts(cf, _code_part))
+    return parts
+
+
 def _key_of(parts: dict) -> str:
     return hashlib.sha256(repr(sorted(parts.items())).encode()).hexdigest()[:32]
 
 
-def _code_index(fn, parts: dict) -> str:
-    code = fn.__code__
-    name = f"{os.path.abspath(code.co_filename)}:{code.co_qualname}:{parts.get('module', '')}"
+def _code_index(cf, parts: dict) -> str:
+    name = f"{os.path.abspath(cf._fn.__code__.co_filename)}:{callees.index_name(cf)}:{parts.get('module', '')}"
     return hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
@@ -267,11 +284,17 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
     guards = tuple(codec.encode_guard(g) for g in info.guards)
     graph = _encode_graph(info)
     info.graph_artifact = graph[7] if graph is not None else None
-    special = {id(info.compiled): ("special", "graph")} if info.compiled is not None else {}
-    code, patches = codec.encode_code(entry.transformed_code, special)
+    if info.routed is not None:   # a frame run natively, its calls compiled: no code of its own
+        code, patches, called = None, (), ()
+    else:   # (resume functions and callees' compiled wrappers: by what makes them, persist_callees.py)
+        special, called = callees.encode_callees(cf, entry.transformed_code)
+        if info.compiled is not None:
+            special[id(info.compiled)] = ("special", "graph")
+        code, patches = codec.encode_code(entry.transformed_code, special)
     payload = {"format": FORMAT, "parts": parts, "files": tuple(sorted(files)), "guards": guards,
                "code": code, "patches": patches, "graph": graph, "qualname": cf._fn.__qualname__,
-               "op_count": entry.op_count, "hints": _hints_of(cache),
+               "op_count": entry.op_count, "hints": callees.encode_hints(cache), "callees": called,
+               "break": callees.encode_break(entry.graph_break), "routed": info.routed,
                "fx": loaded_graph.encode_eager_nodes(info)}   # (cache_entries()' graph_module: loaded_graph.py)
     for k, v in payload.items():
         try:
@@ -302,16 +325,9 @@ def store(cf, cache, entry) -> None:
     faithfully; never raises."""
     if not enabled() or entry.loaded_from is not None:
         return
-    if cf._resume or cf._group is None:
-        # resume functions and armature's own wrappers: stored with the frame
-        # that makes them, once frames with breaks are
-        stats["not_stored"] += 1
-        log.debug("not stored: an entry of %s: a resume function or wrapper", cf._fn.__qualname__)
-        return
     _store_hints(cf, cache)
     try:
-        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters,
-                          cf._module_of_call())
+        parts = parts_for(cf)
         data = _encode_entry(cf, cache, entry, parts)
     except NotStorable as e:
         stats["not_stored"] += 1
@@ -333,7 +349,7 @@ def store(cf, cache, entry) -> None:
                 _kernel_file(root, h, blob)
         _atomic_write(path, _MAGIC + digest + data)
         os.makedirs(os.path.join(root, "index"), exist_ok=True)
-        _atomic_write(os.path.join(root, "index", _code_index(cf._fn, parts)), marshal.dumps(parts))
+        _atomic_write(os.path.join(root, "index", _code_index(cf, parts)), marshal.dumps(parts))
     except OSError as e:
         _turn_off(f"cannot write to the cache directory {root}: {e}")
         return
@@ -347,35 +363,6 @@ def store(cf, cache, entry) -> None:
 #: the file of a code's dynamic-shape decisions, beside its entries (in its key's directory)
 HINTS_FILE = "dynamic.hints"
 _HINTS_MAGIC = b"ARMHINT1"
-
-
-def _hints_of(cache) -> tuple:
-    """The code's dynamic-shape decisions (the dims and numbers that changed
-    between calls, which later traces make dynamic) as data; one that
-    cannot be written is left out (it is only a hint)."""
-    hints = []
-    for src, dims in cache.auto_dims.items():
-        try:
-            hints.append(("dims", codec.encode_source(src), tuple(sorted(dims))))
-        except NotStorable:
-            pass
-    for src in cache.dynamic_sources:
-        try:
-            hints.append(("number", codec.encode_source(src)))
-        except NotStorable:
-            pass
-    return tuple(sorted(hints, key=repr))
-
-
-def _apply_hints(cache, hints) -> None:
-    for hint in hints:
-        try:
-            if hint[0] == "dims":
-                cache.auto_dims.setdefault(codec.decode_source(hint[1]), set()).update(hint[2])
-            else:
-                cache.dynamic_sources.add(codec.decode_source(hint[1]))
-        except LookupError:
-            pass
 
 
 def _read_hints(path: str) -> tuple:
@@ -402,11 +389,11 @@ def _store_hints(cf, cache) -> None:
     dynamic instead of compiling once per size again (as torch.compile's
     automatic dynamic shapes remember them).  Never raises: a hint lost
     costs a recompile, never a wrong result."""
-    hints = _hints_of(cache)
+    hints = callees.encode_hints(cache)
     if not hints:
         return
     try:
-        parts = key_parts(cf._fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters)
+        parts = parts_for(cf)
         folder = os.path.join(cache_root(), _key_of(parts))
         path = os.path.join(folder, HINTS_FILE)
         old = _read_hints(path)
@@ -434,7 +421,7 @@ def _load_hints(fn, cache, folder: str) -> None:
     hints = _read_hints(os.path.join(folder, HINTS_FILE))
     if hints:
         try:
-            _apply_hints(cache, hints)
+            callees.apply_hints(cache, hints)
         except Exception as e:   # noqa: BLE001 - a hint is only a hint
             log.debug("dynamic-shape decisions of %s not used: %s: %s", fn.__qualname__, type(e).__name__, e)
             return
@@ -581,9 +568,9 @@ def parse(raw: bytes) -> dict | str:
 _NOTHING_STORED = "nothing stored for this code"
 
 
-def _why_key_missed(fn, parts: dict) -> str:
+def _why_key_missed(cf, parts: dict) -> str:
     try:
-        with open(os.path.join(cache_root(), "index", _code_index(fn, parts)), "rb") as f:
+        with open(os.path.join(cache_root(), "index", _code_index(cf, parts)), "rb") as f:
             old = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return _NOTHING_STORED
@@ -595,11 +582,11 @@ def load(cf, cache, args, kwargs) -> int:
     """Entries stored for ``cf``'s code whose key, source files and names
     still match, added to ``cache`` (checked against this call's objects);
     their number.  Never raises."""
-    if not enabled() or cf._resume or cf._group is None:
+    if not enabled():
         return 0
     fn = cf._fn
     try:
-        parts = key_parts(fn, cf._backend, cf._fullgraph, cf._dynamic, cf._module_parameters, cf._module_of_call())
+        parts = parts_for(cf)
     except NotStorable as e:
         log.debug("not looked up: %s: %s", fn.__qualname__, e)
         return 0
@@ -610,7 +597,7 @@ def load(cf, cache, args, kwargs) -> int:
     _load_hints(fn, cache, folder)
     found = _entries_in(folder)
     if not found:
-        why = _why_key_missed(fn, parts)   # (a miss: the trace that follows costs far more than this read)
+        why = _why_key_missed(cf, parts)   # (a miss: the trace that follows costs far more than this read)
         events.note("miss" if why == _NOTHING_STORED else "key_mismatch", cf, why)
         return 0
     n = 0
@@ -784,7 +771,7 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
         return value
 
     guards = codec.decode_guards(payload["guards"], read)
-    special = {}
+    special = callees.decode_callees(cf, payload["callees"])
     values = {}
     graph = payload["graph"]
     if graph is not None:
@@ -810,13 +797,18 @@ def _decode_entry(cf, cache, payload: dict, path: str, args, kwargs):
                 from ..graph import regions
                 backend = regions.backend_for(backend)
             special["graph"] = _compile_loaded(backend, src, values, inputs, static_inputs, subgraphs)
-    code = codec.decode_code(payload["code"], payload["patches"], special)
-    run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
-    run.__kwdefaults__ = fn.__kwdefaults__
+    if payload["routed"] is not None:   # (driver/native_frames.py: the same runner the trace chose)
+        from .native_frames import routed_runner
+        code, run = None, routed_runner(fn.__code__, cf._backend, payload["routed"][0])
+    else:
+        code = codec.decode_code(payload["code"], payload["patches"], special)
+        run = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__)
+        run.__kwdefaults__ = fn.__kwdefaults__
     guard_fn = build_guard_function(fn, guards)
-    _apply_hints(cache, payload["hints"])
+    callees.apply_hints(cache, payload["hints"])
     entry = loaded_graph.LoadedEntry(guard=guard_fn, run=run, guards=guards, compiled_graph=special.get("graph"),
                                      transformed_code=code, op_count=payload["op_count"], loaded_from=path,
+                                     graph_break=callees.decode_break(payload["break"]),
                                      rebuild=loaded_graph.rebuilder(graph, payload.get("fx"), values, fn.__qualname__))
     from . import explain
     explain.record(entry)

@@ -48,6 +48,10 @@ def resume_function_for(fn, code, offset, slots, local_names, cell_names, backen
         cf._resume = True
         cf._top = False
         cf._module_parameters = module_parameters
+        # (what names it in another process: the warm start rebuilds it from
+        # the original code and keys its stored entries by these:
+        # driver/persist_callees.py)
+        cf._persist_role = ("resume", code, offset, slots, local_names, cell_names)
         cf = _RESUME.setdefault(key, cf)   # (threads: the first one stored is the one every caller uses)
     return cf
 
@@ -133,6 +137,7 @@ def compiled_wrapper_for(fn, backend, dynamic=None, module_parameters=None):
         made = CompiledFunction(fn, backend, fullgraph=False, dynamic=dynamic)
         made._top = False
         made._module_parameters = module_parameters
+        made._persist_role = ("wrapper",)   # (stored and found again by its function: driver/persist_callees.py)
         cf = _WRAPPERS.setdefault(key, made)
     return cf
 
