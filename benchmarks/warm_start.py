@@ -10,8 +10,9 @@ its first compiled call, its time from start to the first result (imports
 included), how many frames armature traced and loaded, and a checksum of
 the result (every warm result must equal the cold one: the table says so).
 
-Models: the bundled demo model (demo/model.py TinyGPT, 2 blocks) and a
-6-block one of the same kind; eval mode, no_grad.  ``demo_print`` and
+Models: the bundled demo model (demo/model.py TinyGPT, 2 blocks) and
+``blocksN``, the same with N blocks (``blocks6``, ``blocks12``: issue 38's
+12-block transformer); eval mode, no_grad.  ``demo_print`` and
 ``blocks6_print`` are the same with a print between the blocks and the head
 (benchmarks/warm_start_models.py): a graph break, two graphs and a resume
 function.  torch.compile runs with its default caches (FX-graph and
@@ -51,7 +52,7 @@ def worker(args) -> None:
     from model import GPTConfig, make_model
 
     name, _, variant = args.model.partition("_")
-    cfg = GPTConfig(n_layers=6) if name == "blocks6" else GPTConfig()
+    cfg = GPTConfig(n_layers=int(name[len("blocks"):])) if name.startswith("blocks") else GPTConfig()
     model, idx = make_model(cfg)
     if variant == "print":   # (the same weights, a print in forward: a graph break)
         from warm_start_models import PrintingGPT
@@ -103,7 +104,8 @@ def main() -> int:
     p.add_argument("--compiler", default="armature")
     p.add_argument("--model", default="demo")
     p.add_argument("--models", default="demo,blocks6",
-                   help="comma-separated: demo, blocks6, demo_print, blocks6_print (a print in forward: a graph break)")
+                   help="comma-separated: demo, blocksN (N blocks: blocks6, blocks12), demo-dyn (dynamic sizes), "
+                        "demo_print, blocks6_print (a print in forward: a graph break)")
     p.add_argument("--compilers", default="armature,torch")
     p.add_argument("--backend", default="inductor")
     p.add_argument("--warm", type=int, default=3, help="warm processes per model and compiler")
