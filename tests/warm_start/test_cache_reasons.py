@@ -35,7 +35,8 @@ x, y = torch.randn(4, 4), torch.randn(4, 4)
 block = model.Block()
 xb = torch.randn(2, 8)
 calls = {"f": (model.f, (x, y)), "helper": (model.uses_helper, (torch.randn(4),)),
-         "break": (model.with_break, (torch.ones(3),)), "block": (block, (xb,))}
+         "break": (model.with_break, (torch.ones(3),)), "block": (block, (xb,)),
+         "check": (model.with_check, (torch.ones(3, 2),))}
 fn, args = calls[os.environ.get("WS_FN", "f")]
 res = {}
 if what == "explain":
@@ -174,12 +175,12 @@ def test_corrupt_file_is_a_reason(wr):
 
 
 def test_not_stored_names_the_reason(wr):
-    cold = wr("explain", fn="break")
+    cold = wr("explain", fn="check")   # (a frame that assumes a check does not raise: not stored)
     assert "not_stored" in _kinds(cold), cold.res["events"]
     ev = next(e for e in cold.res["events"] if e[0] == "not_stored")
-    assert ev[1] == "with_break" and "graph break" in ev[4]
+    assert ev[1] == "with_check" and "speculation checks" in ev[4]
     assert "not stored" in cold.res["text"]
-    assert f"not stored: an entry of with_break: " in cold.stderr and _where(wr, "def with_break(") in cold.stderr
+    assert f"not stored: an entry of with_check: " in cold.stderr and _where(wr, "def with_check(") in cold.stderr
 
 
 def test_report_lists_the_reasons_not_used(wr):
