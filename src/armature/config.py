@@ -107,9 +107,9 @@ class Config:
 
     #: the persistent compile cache (the warm start: driver/persistent_cache.py):
     #: entries compiled in one process are stored in ``cache_dir`` and loaded
-    #: by later processes, whose first call then runs without tracing.
-    #: ARMATURE_CACHE=1 turns it on.
-    cache: bool = False
+    #: by later processes, whose first call then runs without tracing.  On by
+    #: default, as torch's own compile caches are; ARMATURE_CACHE=0 turns it off.
+    cache: bool = True
     #: where the persistent cache lives (ARMATURE_CACHE_DIR); empty: the
     #: user's cache directory, ``$XDG_CACHE_HOME/armature`` or ``~/.cache/armature``
     cache_dir: str = ""
