@@ -240,3 +240,29 @@ def test_each_module_class_has_a_key_of_its_own():
                                                cf._module_parameters, cf._module_of_call()))
     assert keys[0]["code"] == keys[1]["code"]
     assert keys[0]["module"] != keys[1]["module"]
+
+
+VIEW_DRIVER = '''
+import json, os, torch, armature
+from armature.driver import persistent_cache
+def f(x, w):
+    return torch.relu(x @ w).sum(1)
+torch.manual_seed(0)
+batch, w = torch.randn(4, 64, 8), torch.randn(8, 3, requires_grad=True)
+x = batch[:, :32]   # (a view of a tensor outside the graph, as a model(batch[:, :T]) call passes)
+out = armature.compile(f, backend=os.environ["BACKEND"])(x, w)
+out.sum().backward()
+print("RESULT " + json.dumps({"stats": persistent_cache.stats, "out": out.tolist(), "eager": f(x, w).tolist(),
+                              "grad": w.grad.tolist()}))
+'''
+
+
+@pytest.mark.parametrize("backend", ["aot_eager"])
+def test_a_view_input_is_stored_and_loaded(tmp_path, backend):
+    (tmp_path / "driver.py").write_text(VIEW_DRIVER)
+    cold = _run(tmp_path, BACKEND=backend)
+    assert cold["stats"]["stored"] == 1, cold["log"][-3000:]
+    torch.testing.assert_close(torch.tensor(cold["out"]), torch.tensor(cold["eager"]))
+    warm = _run(tmp_path, BACKEND=backend)
+    assert warm["stats"]["traces"] == 0 and warm["stats"]["loaded"] == 1, warm["log"][-3000:]
+    assert warm["out"] == cold["out"] and warm["grad"] == cold["grad"]

@@ -242,9 +242,11 @@ def _example_input_meta(node, storages: set, symbols) -> tuple:
     """A placeholder's example input as data: a plain tensor or a SymInt;
     a dynamic size as its expression over the trace's ShapeEnv symbols,
     which ``symbols`` (persist_shapes.Collected) gathers to be written with
-    the entry.  No tensor a view or sharing memory with another (the backend
-    compiles again with fresh tensors of these shapes: they must alias as
-    the traced ones did)."""
+    the entry.  No tensor sharing memory with another input, nor starting
+    past its storage's start (the backend compiles again with fresh tensors
+    of these sizes and strides: they must alias as the traced ones did); a
+    view of a tensor outside the graph (``model(batch[:, :n])``) is as good
+    as the fresh tensor of its sizes and strides."""
     val = node.meta.get("val", node.meta.get("example_value"))
     if isinstance(val, torch.SymInt):
         return ("symint", symbols.item(val, f"graph input {node.name}"))
@@ -255,7 +257,7 @@ def _example_input_meta(node, storages: set, symbols) -> tuple:
     from torch.multiprocessing.reductions import StorageWeakRef
     storage = StorageWeakRef(val.untyped_storage())
     offset = val.storage_offset()   # (never compared while symbolic: that would add a guard)
-    if val._is_view() or type(offset) is not int or offset != 0 or storage in storages:
+    if type(offset) is not int or offset != 0 or storage in storages:
         raise NotStorable(f"graph input {node.name} is a view or shares memory with another input")
     storages.add(storage)
     what = f"a size of graph input {node.name}"
