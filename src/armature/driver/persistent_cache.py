@@ -652,29 +652,9 @@ def _compile_loaded(backend, src: str, attrs: dict, inputs, static_inputs, subgr
     may use one, and the first call runs under the global state the
     entry's guards require (grad mode: AOTAutograd compiles a graph without
     a backward when grad mode is off)."""
-    rebuild = functools.partial(_rebuild_graph, src, attrs, inputs[1], static_inputs, subgraphs)
+    rebuild = functools.partial(loaded_graph.rebuild, src, inputs[1], attrs, subgraphs, static_inputs)
     rebuild()   # (now: a graph that does not rebuild to the stored code is not loaded)
     return _LoadedGraph(functools.partial(_compile_rebuilt, backend, rebuild, inputs), rebuild)
-
-
-def _rebuild_graph(src: str, attrs: dict, nodes, static_inputs, subgraphs):
-    from ..names import STATIC_INPUTS_META
-    root = torch.nn.Module()
-    for name, t in attrs.items():
-        if isinstance(t, torch.nn.Parameter):
-            root.register_parameter(name, t)
-        else:
-            root.register_buffer(name, t)
-    for name, (sub_nodes, sub_src) in subgraphs:
-        sub = torch.fx.GraphModule(torch.nn.Module(), codec.decode_fx_graph(sub_nodes))
-        if sub.graph.python_code(root_module="self").src != sub_src:
-            raise LookupError(f"the region {name} rebuilt from its nodes differs from the stored one")
-        root.add_module(name, sub)
-    gm = torch.fx.GraphModule(root, codec.decode_fx_graph(nodes), class_name="ArmatureGraph")
-    if gm.graph.python_code(root_module="self").src != src:
-        raise LookupError("the graph rebuilt from its code differs from the stored one")
-    gm.meta[STATIC_INPUTS_META] = tuple(static_inputs)
-    return gm
 
 
 def _compile_rebuilt(backend, rebuild, inputs):
