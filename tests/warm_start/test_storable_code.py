@@ -93,6 +93,10 @@ from armature.driver import persistent_cache
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model
 
+if os.environ.get("FAKE_TORCH_VERSION"):   # (another torch, as far as the key can tell)
+    torch.__version__ = os.environ["FAKE_TORCH_VERSION"]
+if os.environ.get("FAKE_PYTHON_VERSION"):
+    sys.version = os.environ["FAKE_PYTHON_VERSION"]
 torch.manual_seed(0)
 net = model.Net()
 x = torch.randn(2, 4)
@@ -266,3 +270,14 @@ def test_a_view_input_is_stored_and_loaded(tmp_path, backend):
     warm = _run(tmp_path, BACKEND=backend)
     assert warm["stats"]["traces"] == 0 and warm["stats"]["loaded"] == 1, warm["log"][-3000:]
     assert warm["out"] == cold["out"] and warm["grad"] == cold["grad"]
+
+
+@pytest.mark.parametrize("env,part", [({"FAKE_TORCH_VERSION": "9.9.9"}, "torch"),
+                                      ({"FAKE_PYTHON_VERSION": "3.99.0 (another build)"}, "python")])
+def test_another_torch_or_python_recompiles(project, env, part):
+    cold = _run(project)
+    assert cold["stats"]["stored"] == 1, cold["log"][-3000:]
+    other = _run(project, **env)
+    assert other["stats"]["loaded"] == 0 and other["stats"]["traces"] == 1
+    assert other["out"] == other["eager"]
+    assert f"stored under another key: {part} changed" in other["log"], other["log"][-3000:]
