@@ -44,6 +44,12 @@ from ..guards.guard import Guard, Kind, TensorMeta
 from ..guards import sources as S
 
 
+#: marshal's format 2, without references: formats 3 and 4 mark an object that may recur by its
+#: reference count at that moment, so one entry written by two processes would differ in its bytes
+#: (and in its name, the hash of them: concurrent writers of one entry would leave two files)
+MARSHAL_VERSION = 2
+
+
 class NotStorable(Exception):
     """An entry (or a part of it) that cannot be written faithfully."""
 
@@ -582,7 +588,7 @@ def encode_code(code: types.CodeType, special: dict) -> tuple[bytes, tuple]:
                 consts[i] = None
         return c.replace(co_consts=tuple(consts))
 
-    return marshal.dumps(walk(code, ())), tuple(patches)
+    return marshal.dumps(walk(code, ()), MARSHAL_VERSION), tuple(patches)
 
 
 def _immutable_literal(k) -> bool:

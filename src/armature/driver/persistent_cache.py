@@ -303,7 +303,7 @@ def _encode_entry(cf, cache, entry, parts: dict) -> bytes:
             marshal.dumps(v)
         except ValueError:
             raise NotStorable(f"internal: part {k} cannot be written: {_first_unmarshallable(v)!r:.200}") from None
-    return marshal.dumps(payload)
+    return marshal.dumps(payload, codec.MARSHAL_VERSION)   # (the same entry, the same bytes: its name)
 
 
 def _first_unmarshallable(v):
