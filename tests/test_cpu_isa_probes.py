@@ -348,3 +348,100 @@ def test_a_compile_without_a_gpu_starts_the_probes_before_tracing(tmp_path):
         print(json.dumps({"set_by_options": set_by_options, "threads": sorted({t for _, t in calls})}))
     """, tmp_path)
     assert out == {"set_by_options": 0, "threads": ["armature-isa-probes"]}
+
+
+@x86_only
+def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_against_its_probe(tmp_path):
+    """Inside ``speculating`` the pick answers the first candidate while its
+    probe is still building (a stand-in, true on that thread); the
+    speculation's ``confirmed`` waits for the probe and says whether it
+    passed; outside, and afterwards, reads get inductor's answers."""
+    out = _run("""
+        release = threading.Event()
+        def held_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            release.wait(600)
+            return "vnni" not in str(self)
+        C.VecISA.check_build = held_check_build
+        from armature.backends.cpu_isa_probes import ahead_candidate, speculating
+        start_probes({})
+        ahead = str(ahead_candidate())
+        with speculating() as spec:
+            picked = C.pick_vec_isa()            # (every build is held: an answer now is one read ahead)
+            ahead_answer = [str(picked), bool(picked), len(calls) <= 1]
+        release.set()
+        confirmed = spec.confirmed()
+        after = str(C.pick_vec_isa())
+        ahead_after = ahead_candidate()
+    """ + _serial_list() + """
+        print(json.dumps({"ahead": ahead, "ahead_answer": ahead_answer, "confirmed": confirmed, "after": after,
+                          "inductor_pick": inductor_pick, "candidates": candidates,
+                          "ahead_after": ahead_after is None}))
+    """, tmp_path)
+    first = out["candidates"][0]
+    assert out["ahead"] == first and out["ahead_answer"] == [first, True, True]
+    assert out["confirmed"] == _passes(first)
+    assert out["after"] == out["inductor_pick"]
+    assert out["ahead_after"]   # (decided: no later compile speculates)
+
+
+@pytest.mark.inductor
+@pytest.mark.slow
+@x86_only
+@pytest.mark.parametrize("first_passes", [True, False], ids=["probe_passes", "probe_fails"])
+def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp_path, first_passes):
+    """The inductor backend's first compile in a process generates and
+    builds its kernels while the first candidate's probe (here a stand-in
+    that takes 3 s) runs; it returns only once the probe has answered.  If
+    the probe passes, that compile is kept; if it fails, the graph is
+    compiled again for inductor's real pick (codegen runs again, the
+    speculative kernels are neither reused nor served from inductor's FX
+    graph cache), and the results are right either way."""
+    out = _run(f"""
+        FIRST_PASSES = {first_passes}
+        from armature.backends.cpu_isa_probes import _candidates
+        first = str(_candidates(C)[0])
+        def slow_check_build(self, code):
+            calls.append((str(self), threading.current_thread().name))
+            if str(self) == first:
+                time.sleep(3)
+                return FIRST_PASSES
+            return True
+        C.VecISA.check_build = slow_check_build
+        import torch._inductor.graph as G
+        from torch._inductor import cpp_builder
+        codegens, built_for = [], []
+        codegen = G.GraphLowering.codegen
+        def counting_codegen(self, *a, **k):
+            codegens.append(time.perf_counter())
+            return codegen(self, *a, **k)
+        G.GraphLowering.codegen = counting_codegen
+        chosen = cpp_builder._get_build_args_of_chosen_isa
+        def recording(vec_isa):
+            built_for.append(str(vec_isa))
+            return chosen(vec_isa)
+        cpp_builder._get_build_args_of_chosen_isa = recording
+        import armature
+        def f(x, y):
+            return (x.sin() * y + 1).relu().sum(1)
+        x, y = torch.randn(64, 33), torch.randn(64, 33)
+        compiled = armature.compile(f, backend="inductor")
+        t0 = time.perf_counter()
+        got = compiled(x, y)
+        returned = time.perf_counter()
+        ok = torch.allclose(got, f(x, y), atol=1e-5)
+        again = torch.allclose(compiled(x * 2, y), f(x * 2, y), atol=1e-5)
+        picked = str(C.pick_vec_isa())
+    """ + """
+        print(json.dumps({"first": first, "codegens": len(codegens), "ok": ok, "again": again,
+                          "picked": picked, "built_for": built_for, "took": returned - t0}))
+    """, tmp_path, ARMATURE_CACHE="0")
+    assert out["ok"] and out["again"]
+    assert out["took"] >= 3.0   # (nothing ran before the probe answered)
+    if first_passes:
+        assert out["codegens"] == 1 and out["picked"] == out["first"]
+        assert set(out["built_for"]) <= {out["first"], "INVALID_VEC_ISA", ""}
+    else:
+        assert out["codegens"] == 2 and out["picked"] != out["first"]
+        # (the kernels that ran were built for the real pick: the last builds are for it)
+        assert out["built_for"] and out["built_for"][-1] != out["first"]

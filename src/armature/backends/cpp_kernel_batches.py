@@ -65,7 +65,7 @@ from typing import Any, Callable, Iterator
 
 from ..diagnostics import logs
 
-__all__ = ["batched", "in_batches", "plan_units", "unit_source"]
+__all__ = ["batched", "forget_built", "in_batches", "plan_units", "unit_source"]
 
 log_perf = logs.artifact("perf")
 
@@ -93,6 +93,12 @@ def in_batches(inner_compile: Callable[..., Any]) -> Callable[..., Any]:
         with batched():
             return inner_compile(*args, **kwargs)
     return compile_in_batches
+
+
+def forget_built() -> None:
+    """Stop reusing the kernels built so far in this process (they were
+    built for a vector ISA whose probe then failed: backends/inductor.py)."""
+    _built.clear()
 
 
 def _marked() -> bool:

@@ -38,6 +38,21 @@ probe, the others' answers change nothing.  So:
   object's compiler flags for a moment (AVX-512's bf16 check), so each
   candidate is probed by one thread and handed out only after.
 
+* **Ahead of the probe, checked before anything runs.**  Inside
+  :func:`speculating` (armature's inductor backend around one compile), a
+  read of item 0 (or of the list's truth) while the first candidate's probe
+  is still running answers that candidate at once: the compile goes on to
+  generate and build its kernels side by side with the probe, instead of
+  waiting for it (1.3 s of a 5 s first training step of the per-block
+  recipe on this project's machine).  Nothing built that way runs before
+  :meth:`Speculation.confirmed` has waited for the probe: the backend asks
+  it once ``compile_fx`` returns (or raises), and if the probe failed it
+  compiles the graph again from a copy, now reading the real list (the
+  speculation's kernels are dropped, and inductor's on-disk cache keys name
+  the ISA the kernels were generated for: inductor_cache_key.py).  Only the
+  plain pick reads item 0: ``ATEN_CPU_CAPABILITY`` and ``cpp.simdlen`` make
+  it iterate, which waits as before.
+
 The answers are exactly the ones inductor would compute; what changes is
 which are computed, and when.  Nothing is done where inductor would not
 probe (not x86, ``cpp.vec_isa_ok`` set: inductor's ``__bool__`` answers
@@ -51,17 +66,19 @@ function back.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
 from ..diagnostics import logs
 
-__all__ = ["LazyValidList", "probe_ahead", "start_probes", "wait_for_probes", "wants_cpu_probes"]
+__all__ = ["LazyValidList", "Speculation", "ahead_candidate", "probe_ahead", "speculating", "start_probes", "wait_for_probes",
+           "wants_cpu_probes"]
 
 log_perf = logs.artifact("perf")
 
@@ -107,6 +124,118 @@ def wait_for_probes() -> None:
         done.wait()
 
 
+class Speculation:
+    """What one compile read ahead of the probes (see :func:`speculating`)."""
+
+    def __init__(self) -> None:
+        self.read: "LazyValidList | None" = None   # (the list whose first candidate was answered unprobed)
+
+    @property
+    def isa(self) -> Any:
+        """The ISA answered ahead of its probe (None: nothing was)."""
+        return None if self.read is None else self.read._isas[0]
+
+    def confirmed(self) -> bool:
+        """Whether what the compile read is what inductor's list says: True
+        at once if it read nothing ahead; otherwise waits for the first
+        candidate's probe (runs it, if nobody is) and tells whether it
+        passed with the findings the stand-in predicted."""
+        lazy = self.read
+        if lazy is None:
+            return True
+        lazy._fill(1)
+        real = lazy._isas[0]
+        return (list.__len__(lazy) > 0 and list.__getitem__(lazy, 0) is real
+                and _same_findings(real, lazy._stand_in))
+
+
+def _stand_in(isa: Any) -> Any:
+    """A copy of candidate ``isa`` that a speculating compile reads: true on
+    that thread without a probe (elsewhere it answers as ``isa`` does), with
+    what a passing probe would also find predicted from what the CPU
+    reports (AVX-512 BF16, AMX FP16: flags the kernels are built with, and
+    the micro-GEMM's choices).  Made before the probe starts, as the probe
+    changes its ISA's flags for a moment.  A class of its own, so that it is
+    neither equal to ``isa`` nor shares its cached answers."""
+    copy = object.__new__(_stand_in_class(type(isa)))
+    copy.__dict__.update(isa.__dict__)
+    copy._probed = isa
+    from torch._inductor import cpu_vec_isa
+    if isinstance(isa, cpu_vec_isa.VecAVX512) and torch.cpu._is_avx512_bf16_supported():
+        copy._is_avx512_bf16_supported = True
+    amx = getattr(cpu_vec_isa, "VecAMX", None)
+    fp16 = getattr(torch.cpu, "_is_amx_fp16_supported", None)
+    if amx is not None and isinstance(isa, amx) and fp16 is not None and fp16():
+        copy._is_amx_fp16_supported = True
+    return copy
+
+
+@functools.cache
+def _stand_in_class(cls: type) -> type:
+    def __bool__(self) -> bool:
+        if getattr(_speculation, "current", None) is not None:
+            return True
+        return bool(self._probed)
+
+    def __reduce__(self):   # (pickled as the candidate's own class, findings and all)
+        state = {k: v for k, v in self.__dict__.items() if k != "_probed"}
+        return _rebuilt, (cls, state)
+
+    return type(f"Ahead{cls.__name__}", (cls,), {"__bool__": __bool__, "__reduce__": __reduce__,
+                                                  "__hash__": cls.__hash__, "__module__": __name__})
+
+
+def _rebuilt(cls: type, state: dict) -> Any:
+    isa = object.__new__(cls)
+    isa.__dict__.update(state)
+    return isa
+
+
+_FINDINGS = ("_is_avx512_bf16_supported", "_is_amx_fp16_supported", "_arch_flags", "_macro", "_bit_width",
+             "_dtype_nelements")
+
+
+def _same_findings(real: Any, stand_in: Any) -> bool:
+    """Whether the probed candidate builds and generates as its stand-in did."""
+    try:
+        return (real.build_arch_flags() == stand_in.build_arch_flags() and real.build_macro() == stand_in.build_macro()
+                and all(getattr(real, k, None) == getattr(stand_in, k, None) for k in _FINDINGS)
+                and all(getattr(real, k, None) == v for k, v in stand_in.__dict__.items() if k != "_probed"))
+    except Exception:  # noqa: BLE001 - unsure: not the same
+        return False
+
+
+_speculation = threading.local()   # (.current: the Speculation of the compile on this thread, if any)
+
+
+@contextlib.contextmanager
+def speculating() -> "Iterator[Speculation]":
+    """Within the block, this thread's reads of the first item of the lazy
+    list answer the first candidate without waiting for its probe; the
+    caller must ask :meth:`Speculation.confirmed` before running anything
+    compiled in the block."""
+    spec = Speculation()
+    outer = getattr(_speculation, "current", None)
+    _speculation.current = spec
+    try:
+        yield spec
+    finally:
+        _speculation.current = outer
+
+
+def ahead_candidate() -> Any:
+    """The ISA a compile starting now could read ahead of its probe (the
+    lazy list is installed and its first candidate not yet decided), or
+    None: only then does the backend speculate, keeping a spare copy of
+    the graph for a second compile."""
+    with _state:
+        installed = _installed
+    if installed is None:
+        return None
+    lazy = installed[2]()
+    return lazy._isas[0] if lazy._isas and not list.__len__(lazy) and not lazy._next else None
+
+
 _state = threading.Lock()                  # (guards _running, _installed and the module global)
 _running: threading.Event | None = None    # (set when the background probes are done)
 _installed: tuple | None = None            # (inductor's module, its function, the one standing in for it)
@@ -128,6 +257,7 @@ class LazyValidList(list):
         self._context = context         # (copied for each probe: a context is entered by one thread at a time)
         self._next = 0                  # (the first candidate not yet looked at)
         self._fill_lock = threading.RLock()
+        self._stand_in = _stand_in(isas[0]) if isas else None   # (what a speculating compile reads)
 
     def _fill(self, n: "int | None") -> None:
         """Look at candidates until ``n`` items are known (None: all)."""
@@ -137,6 +267,19 @@ class LazyValidList(list):
                 if self._context.copy().run(bool, isa):
                     list.append(self, isa)
                 self._next += 1
+
+    def _ahead(self) -> Any:
+        """The first candidate, unprobed, for a compile inside
+        :func:`speculating` while its probe is undecided (None otherwise:
+        the read waits).  No lock: the probe thread holds it while it builds."""
+        spec = getattr(_speculation, "current", None)
+        if spec is None or list.__len__(self) or self._next or not self._isas:
+            return None
+        if spec.read is None:
+            spec.read = self
+            log_perf.debug("inductor CPU ISA: %s read ahead of its probe (checked before the compile's "
+                           "code runs)", self._isas[0])
+        return self._stand_in
 
     def __iter__(self):
         i = 0
@@ -148,10 +291,14 @@ class LazyValidList(list):
             i += 1
 
     def __getitem__(self, i):
+        if type(i) is int and i == 0 and (isa := self._ahead()) is not None:
+            return isa
         self._fill(i + 1 if isinstance(i, int) and i >= 0 else None)
         return list.__getitem__(self, i)
 
     def __bool__(self) -> bool:
+        if self._ahead() is not None:
+            return True
         self._fill(1)
         return list.__len__(self) > 0
 

@@ -17,7 +17,10 @@ from typing import Any, Callable
 import torch
 
 from ..config import config as armature_config
+from ..diagnostics import logs
 from . import register_backend
+
+log_perf = logs.artifact("perf")
 
 
 def check_options(options: dict[str, Any]) -> None:
@@ -154,15 +157,50 @@ def inductor(
     """
     patches = config_patches(mode, options)
     warm_compile_workers(patches)   # (a graph compiled without a traced frame: export, regions' retries; options)
-    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
-
-    from .cpp_kernel_batches import batched, in_batches
-    from .cpu_isa_probes import start_probes, wants_cpu_probes
-    from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
-    from .inductor_cache_key import keyed_inner_compile, keyed_on_cpu_isa
+    from .cpu_isa_probes import ahead_candidate, speculating, start_probes, wants_cpu_probes
 
     if wants_cpu_probes(example_inputs):
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
+    ahead = ahead_candidate()
+    if ahead is None:
+        return _compile(gm, example_inputs, patches)
+    # (the first CPU compile of a cold process: its kernels are generated and built while the ISA
+    # probe runs, and checked against the probe before anything runs: backends/cpu_isa_probes.py)
+    spare = _spare_copy(gm)
+    compiled, error = None, None
+    with speculating() as speculation:
+        try:
+            compiled = _compile(gm, example_inputs, patches, ahead=ahead)
+        except Exception as e:  # noqa: BLE001 - re-raised below unless the ISA read ahead was the cause
+            error = e
+    if speculation.confirmed():
+        if error is not None:
+            raise error
+        return compiled
+    from .cpp_kernel_batches import forget_built
+    forget_built()
+    log_perf.info("inductor CPU ISA %s failed its probe after this compile read it ahead: compiling the graph "
+                  "again for the ISA inductor picks", speculation.isa)
+    return _compile(spare, example_inputs, patches)
+
+
+def _spare_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A graph module ``compile_fx`` can rewrite without touching ``gm``'s
+    graph (the graph is copied; parameters and submodules are shared)."""
+    import copy
+    spare = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph), class_name=type(gm).__name__)
+    spare.meta = dict(gm.meta)
+    return spare
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[str, Any], *,
+             ahead: Any = None) -> Callable[..., Any]:
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    from .cpp_kernel_batches import batched, in_batches
+    from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
+    from .inductor_cache_key import keyed_inner_compile, keyed_on_cpu_isa
+
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
@@ -174,7 +212,7 @@ def inductor(
     capture, skip_aot_cache = None, contextlib.nullcontext()
     if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
         capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
-    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(), skip_aot_cache:
+    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(ahead), skip_aot_cache:
         compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
     if capture is not None:

@@ -55,8 +55,13 @@ def cpu_isa_fingerprint() -> str:
 
 
 @contextlib.contextmanager
-def keyed_on_cpu_isa() -> Iterator[None]:
-    """Inductor's cache keys within the block include :func:`cpu_isa_fingerprint`."""
+def keyed_on_cpu_isa(ahead: Any = None) -> Iterator[None]:
+    """Inductor's cache keys within the block include :func:`cpu_isa_fingerprint`;
+    and ``ahead``, the ISA a compile may read ahead of its probe
+    (cpu_isa_probes.speculating), when given: what such a compile saves is
+    keyed apart from what a compile that read inductor's answer saves, so
+    kernels generated for an ISA whose probe then failed are never served
+    to the compile made again after it."""
     from torch.compiler import config as compiler_config
 
     user_tag = compiler_config.cache_key_tag
@@ -64,6 +69,8 @@ def keyed_on_cpu_isa() -> Iterator[None]:
     if fingerprint in user_tag:   # (nested: the forward compile's block around the backward's)
         yield
         return
+    if ahead is not None:
+        fingerprint = f"{fingerprint};ahead={ahead}"
     with compiler_config.patch(cache_key_tag=f"{user_tag}|{fingerprint}" if user_tag else fingerprint):
         yield
 
