@@ -369,20 +369,25 @@ def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_ag
         with speculating() as spec:
             picked = C.pick_vec_isa()            # (every build is held: an answer now is one read ahead)
             ahead_answer = [str(picked), bool(picked), len(calls) <= 1]
+        from armature.backends.inductor import _WhileProbing
+        backward_with_forward = [bool(_WhileProbing())]
         release.set()
         confirmed = spec.confirmed()
+        backward_with_forward.append(bool(_WhileProbing()))
         after = str(C.pick_vec_isa())
         ahead_after = ahead_candidate()
     """ + _serial_list() + """
         print(json.dumps({"ahead": ahead, "ahead_answer": ahead_answer, "confirmed": confirmed, "after": after,
                           "inductor_pick": inductor_pick, "candidates": candidates,
-                          "ahead_after": ahead_after is None}))
+                          "ahead_after": ahead_after is None, "backward_with_forward": backward_with_forward}))
     """, tmp_path)
     first = out["candidates"][0]
     assert out["ahead"] == first and out["ahead_answer"] == [first, True, True]
     assert out["confirmed"] == _passes(first)
     assert out["after"] == out["inductor_pick"]
     assert out["ahead_after"]   # (decided: no later compile speculates)
+    # (AOTAutograd compiles the backward with the forward only while the probe runs)
+    assert out["backward_with_forward"] == [True, False]
 
 
 @pytest.mark.inductor
@@ -391,9 +396,10 @@ def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_ag
 @pytest.mark.parametrize("first_passes", [True, False], ids=["probe_passes", "probe_fails"])
 def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp_path, first_passes):
     """The inductor backend's first compile in a process generates and
-    builds its kernels while the first candidate's probe (here a stand-in
-    that takes 3 s) runs; it returns only once the probe has answered.  If
-    the probe passes, that compile is kept; if it fails, the graph is
+    builds its kernels, the backward's too, while the first candidate's
+    probe (here a stand-in that takes 3 s) runs; it returns only once the
+    probe has answered.  If the probe passes, that compile is kept; if it
+    fails, the graph is
     compiled again for inductor's real pick (codegen runs again, the
     speculative kernels are neither reused nor served from inductor's FX
     graph cache), and the results are right either way."""
@@ -424,24 +430,33 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         import armature
         def f(x, y):
             return (x.sin() * y + 1).relu().sum(1)
-        x, y = torch.randn(64, 33), torch.randn(64, 33)
+        x, y = torch.randn(64, 33, requires_grad=True), torch.randn(64, 33)
+        x_ref = x.detach().clone().requires_grad_()
         compiled = armature.compile(f, backend="inductor")
         t0 = time.perf_counter()
         got = compiled(x, y)
         returned = time.perf_counter()
-        ok = torch.allclose(got, f(x, y), atol=1e-5)
+        after_forward = len(codegens)
+        got.sum().backward()
+        expected = f(x_ref, y)
+        expected.sum().backward()
+        ok = torch.allclose(got, expected, atol=1e-5) and torch.allclose(x.grad, x_ref.grad, atol=1e-5)
         again = torch.allclose(compiled(x * 2, y), f(x * 2, y), atol=1e-5)
         picked = str(C.pick_vec_isa())
     """ + """
-        print(json.dumps({"first": first, "codegens": len(codegens), "ok": ok, "again": again,
-                          "picked": picked, "built_for": built_for, "took": returned - t0}))
+        print(json.dumps({"first": first, "after_forward": after_forward, "after_backward": len(codegens),
+                          "ok": ok, "again": again, "picked": picked, "built_for": built_for,
+                          "took": returned - t0}))
     """, tmp_path, ARMATURE_CACHE="0")
     assert out["ok"] and out["again"]
     assert out["took"] >= 3.0   # (nothing ran before the probe answered)
+    # (the probe still ran when the forward was compiled: the backward was compiled with it)
     if first_passes:
-        assert out["codegens"] == 1 and out["picked"] == out["first"]
+        assert (out["after_forward"], out["after_backward"]) == (2, 2) and out["picked"] == out["first"]
         assert set(out["built_for"]) <= {out["first"], "INVALID_VEC_ISA", ""}
     else:
-        assert out["codegens"] == 2 and out["picked"] != out["first"]
+        # (forward and backward in the window, then again for the real pick: the probe has
+        # answered, so that backward waits for the first backward call)
+        assert (out["after_forward"], out["after_backward"]) == (3, 4) and out["picked"] != out["first"]
         # (the kernels that ran were built for the real pick: the last builds are for it)
         assert out["built_for"] and out["built_for"][-1] != out["first"]

@@ -184,6 +184,36 @@ def inductor(
     return _compile(spare, example_inputs, patches)
 
 
+def _backward_while_probing() -> Any:
+    """AOTAutograd compiles the backward graph with the forward, instead of
+    at the first backward call, if the ISA probe is still running when the
+    forward is compiled: the compile that read the ISA ahead waits for the
+    probe before it returns, so the backward's lowering and C++ build fill
+    that wait instead of coming after it.  Decided at that moment (a probe
+    already answered means no wait to fill, and the backward stays lazy:
+    a model run under grad without a backward pays nothing for it)."""
+    from torch._functorch import config as functorch_config
+    if not hasattr(functorch_config, "force_non_lazy_backward_lowering"):
+        return contextlib.nullcontext()
+    return functorch_config.patch(force_non_lazy_backward_lowering=_WhileProbing())
+
+
+class _WhileProbing:
+    """True while the first ISA candidate's probe is undecided (AOTAutograd
+    reads its ``force_non_lazy_backward_lowering`` once the forward is
+    compiled)."""
+
+    def __bool__(self) -> bool:
+        from .cpu_isa_probes import ahead_candidate
+        return ahead_candidate() is not None
+
+    def __reduce__(self):   # (in AOTAutograd's cache key: a backward compiled with the forward)
+        return bool, (True,)
+
+    def __repr__(self) -> str:
+        return "True-while-the-ISA-probe-runs"
+
+
 def _spare_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A graph module ``compile_fx`` can rewrite without touching ``gm``'s
     graph (the graph is copied; parameters and submodules are shared)."""
@@ -212,7 +242,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
     capture, skip_aot_cache = None, contextlib.nullcontext()
     if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
         capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
-    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(ahead), skip_aot_cache:
+    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(ahead), skip_aot_cache, \
+            _backward_while_probing() if ahead is not None else contextlib.nullcontext():
         compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
     if capture is not None:
