@@ -77,18 +77,20 @@ def _serial_list() -> str:
         serial = [str(i) for i in serial_isas]
 
         class Recording(list):      # (inductor's serial list, noting how far a reader gets)
-            read, whole = 0, False
+            read, whole, iterated, indexed = 0, False, False, False
             def _upto(self, n):
                 self.read = max(self.read, min(n, list.__len__(self)))
             def __bool__(self):
                 self._upto(1)
                 return list.__len__(self) > 0
             def __iter__(self):
+                self.iterated = True
                 for i in range(list.__len__(self)):
                     self._upto(i + 1)
                     yield list.__getitem__(self, i)
                 self.whole = True
             def __getitem__(self, i):
+                self.indexed = True
                 if isinstance(i, int) and i >= 0:
                     self._upto(i + 1)
                 else:
@@ -104,6 +106,7 @@ def _serial_list() -> str:
         inductor_pick = str(C.pick_vec_isa())
         C.valid_vec_isa_list = inductors_function
         read = None if recording.whole else recording.read
+        iterated, indexed = recording.iterated, recording.indexed
         from armature.backends.cpu_isa_probes import _candidates
         candidates = [str(i) for i in _candidates(C)]
     """
@@ -352,10 +355,11 @@ def test_a_compile_without_a_gpu_starts_the_probes_before_tracing(tmp_path):
 
 @x86_only
 def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_against_its_probe(tmp_path):
-    """Inside ``speculating`` the pick answers the first candidate while its
-    probe is still building (a stand-in, true on that thread); the
-    speculation's ``confirmed`` waits for the probe and says whether it
-    passed; outside, and afterwards, reads get inductor's answers."""
+    """Inside ``speculating`` a pick that reads item 0 answers the first
+    candidate while its probe is still building (a stand-in, true on that
+    thread); a pick that iterates (``ATEN_CPU_CAPABILITY`` naming an ISA)
+    waits, as before.  The speculation's ``confirmed`` waits for the probe
+    and says whether it passed; afterwards reads get inductor's answers."""
     out = _run("""
         release = threading.Event()
         def held_check_build(self, code):
@@ -364,26 +368,53 @@ def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_ag
             return "vnni" not in str(self)
         C.VecISA.check_build = held_check_build
         from armature.backends.cpu_isa_probes import ahead_candidate, speculating
+        from armature.backends.inductor import _WhileProbing
         start_probes({})
         ahead = str(ahead_candidate())
-        with speculating() as spec:
-            picked = C.pick_vec_isa()            # (every build is held: an answer now is one read ahead)
-            ahead_answer = [str(picked), bool(picked), len(calls) <= 1]
-        from armature.backends.inductor import _WhileProbing
+        seen = {}
+        def read():
+            with speculating() as spec:
+                seen["spec"] = spec
+                picked = C.pick_vec_isa()
+                seen["picked"], seen["truth"] = str(picked), bool(picked)
+        import sys
+        reader = threading.Thread(target=read)
+        reader.start()
+        def blocked_on_the_probe():          # (the reader waits in the lazy list for the held probe)
+            frame = sys._current_frames().get(reader.ident)
+            while frame is not None:
+                if frame.f_code.co_name == "_fill":
+                    return True
+                frame = frame.f_back
+            return False
+        deadline = time.monotonic() + 300
+        while reader.is_alive() and not blocked_on_the_probe() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waited = reader.is_alive()           # (every build is held: only a read ahead can answer now)
         backward_with_forward = [bool(_WhileProbing())]
         release.set()
-        confirmed = spec.confirmed()
+        reader.join(600)
+        confirmed = seen["spec"].confirmed()
         backward_with_forward.append(bool(_WhileProbing()))
         after = str(C.pick_vec_isa())
         ahead_after = ahead_candidate()
     """ + _serial_list() + """
-        print(json.dumps({"ahead": ahead, "ahead_answer": ahead_answer, "confirmed": confirmed, "after": after,
-                          "inductor_pick": inductor_pick, "candidates": candidates,
-                          "ahead_after": ahead_after is None, "backward_with_forward": backward_with_forward}))
+        print(json.dumps({"ahead": ahead, "waited": waited, "picked": seen["picked"], "truth": seen["truth"],
+                          "confirmed": confirmed, "after": after, "inductor_pick": inductor_pick,
+                          "candidates": candidates, "serial": serial, "iterated": iterated,
+                          "indexed": indexed, "ahead_after": ahead_after is None,
+                          "backward_with_forward": backward_with_forward}))
     """, tmp_path)
     first = out["candidates"][0]
-    assert out["ahead"] == first and out["ahead_answer"] == [first, True, True]
-    assert out["confirmed"] == _passes(first)
+    assert out["ahead"] == first
+    if out["iterated"]:     # (ATEN_CPU_CAPABILITY names an ISA: the pick looks through the list, and waits)
+        assert out["waited"] and out["picked"] == out["inductor_pick"]
+    elif out["indexed"]:    # (the plain pick: item 0, read ahead)
+        assert not out["waited"] and out["picked"] == first and out["truth"]
+    else:                   # (ATEN_CPU_CAPABILITY=default: no vector ISA, whatever the list holds)
+        assert not out["waited"] and out["picked"] == out["inductor_pick"]
+    # (the pick reads the list's truth first: ahead of the probe, so the probe is waited for)
+    assert out["confirmed"] == (out["serial"][:1] == [first])
     assert out["after"] == out["inductor_pick"]
     assert out["ahead_after"]   # (decided: no later compile speculates)
     # (AOTAutograd compiles the backward with the forward only while the probe runs)
@@ -397,8 +428,8 @@ def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_ag
 def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp_path, first_passes):
     """The inductor backend's first compile in a process generates and
     builds its kernels, the backward's too, while the first candidate's
-    probe (here a stand-in that takes 3 s) runs; it returns only once the
-    probe has answered.  If the probe passes, that compile is kept; if it
+    probe runs (here a stand-in held until the backward's codegen starts);
+    it returns only once the probe has answered.  If the probe passes, that compile is kept; if it
     fails, the graph is
     compiled again for inductor's real pick (codegen runs again, the
     speculative kernels are neither reused nor served from inductor's FX
@@ -407,10 +438,12 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         FIRST_PASSES = {first_passes}
         from armature.backends.cpu_isa_probes import _candidates
         first = str(_candidates(C)[0])
+        release, probe_ends = threading.Event(), []
         def slow_check_build(self, code):
             calls.append((str(self), threading.current_thread().name))
             if str(self) == first:
-                time.sleep(3)
+                release.wait(120)     # (held until the window's backward codegen starts)
+                probe_ends.append(time.perf_counter())
                 return FIRST_PASSES
             return True
         C.VecISA.check_build = slow_check_build
@@ -420,6 +453,8 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         codegen = G.GraphLowering.codegen
         def counting_codegen(self, *a, **k):
             codegens.append(time.perf_counter())
+            if len(codegens) == 2:
+                release.set()
             return codegen(self, *a, **k)
         G.GraphLowering.codegen = counting_codegen
         chosen = cpp_builder._get_build_args_of_chosen_isa
@@ -443,20 +478,29 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         ok = torch.allclose(got, expected, atol=1e-5) and torch.allclose(x.grad, x_ref.grad, atol=1e-5)
         again = torch.allclose(compiled(x * 2, y), f(x * 2, y), atol=1e-5)
         picked = str(C.pick_vec_isa())
-    """ + """
+    """ + _serial_list() + """
         print(json.dumps({"first": first, "after_forward": after_forward, "after_backward": len(codegens),
                           "ok": ok, "again": again, "picked": picked, "built_for": built_for,
-                          "took": returned - t0}))
-    """, tmp_path, ARMATURE_CACHE="0")
+                          "probe_before_return": max(probe_ends) <= returned, "serial": serial,
+                          "inductor_pick": inductor_pick}))
+    """, tmp_path, ARMATURE_CACHE="0", ATEN_CPU_CAPABILITY="")   # (the plain pick: item 0)
     assert out["ok"] and out["again"]
-    assert out["took"] >= 3.0   # (nothing ran before the probe answered)
+    assert out["probe_before_return"]   # (nothing ran before the probe answered)
+    assert out["picked"] == out["inductor_pick"]
+    # (whether the first candidate passed: the stand-in's answer, and, for AMX, whether the
+    # kernel grants AMX to the process, which the stand-in cannot know)
+    confirmed = out["serial"][:1] == [out["first"]]
+    assert confirmed == (first_passes and ("amx" not in out["first"] or out["inductor_pick"] == out["first"]))
     # (the probe still ran when the forward was compiled: the backward was compiled with it)
-    if first_passes:
-        assert (out["after_forward"], out["after_backward"]) == (2, 2) and out["picked"] == out["first"]
+    if confirmed:
+        assert (out["after_forward"], out["after_backward"]) == (2, 2)
         assert set(out["built_for"]) <= {out["first"], "INVALID_VEC_ISA", ""}
     else:
         # (forward and backward in the window, then again for the real pick: the probe has
         # answered, so that backward waits for the first backward call)
-        assert (out["after_forward"], out["after_backward"]) == (3, 4) and out["picked"] != out["first"]
-        # (the kernels that ran were built for the real pick: the last builds are for it)
-        assert out["built_for"] and out["built_for"][-1] != out["first"]
+        assert (out["after_forward"], out["after_backward"]) == (3, 4)
+        # (the kernels that ran were built for the real pick, after every build for the ISA read
+        # ahead; kernels that need no vector ISA are built for none)
+        built = out["built_for"]
+        last_ahead = max(i for i, isa in enumerate(built) if isa == out["first"])
+        assert out["inductor_pick"] in built[last_ahead + 1:]
