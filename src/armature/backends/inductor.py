@@ -166,7 +166,12 @@ def inductor(
         return _compile(gm, example_inputs, patches)
     # (the first CPU compile of a cold process: its kernels are generated and built while the ISA
     # probe runs, and checked against the probe before anything runs: backends/cpu_isa_probes.py)
-    spare = _spare_copy(gm)
+    try:
+        spare = _spare_copy(gm)
+    except Exception as e:  # noqa: BLE001 - an optimisation only: this compile waits for the probe instead
+        log_perf.debug("inductor compile not speculating on the CPU ISA: no spare copy of the graph (%s: %s)",
+                       type(e).__name__, e)
+        return _compile(gm, example_inputs, patches)
     compiled, error = None, None
     with speculating() as speculation:
         try:
