@@ -428,8 +428,8 @@ def test_a_speculating_compile_reads_the_first_candidate_ahead_and_is_checked_ag
 def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp_path, first_passes):
     """The inductor backend's first compile in a process generates and
     builds its kernels, the backward's too, while the first candidate's
-    probe runs (here a stand-in held until the backward's codegen starts);
-    it returns only once the probe has answered.  If the probe passes, that compile is kept; if it
+    probe runs (here a stand-in held until the compile asks for its
+    answer); it returns only once the probe has answered.  If the probe passes, that compile is kept; if it
     fails, the graph is
     compiled again for inductor's real pick (codegen runs again, the
     speculative kernels are neither reused nor served from inductor's FX
@@ -442,7 +442,7 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         def slow_check_build(self, code):
             calls.append((str(self), threading.current_thread().name))
             if str(self) == first:
-                release.wait(120)     # (held until the window's backward codegen starts)
+                release.wait(120)     # (held until the compile asks whether its ISA is confirmed)
                 probe_ends.append(time.perf_counter())
                 return FIRST_PASSES
             return True
@@ -453,9 +453,13 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         codegen = G.GraphLowering.codegen
         def counting_codegen(self, *a, **k):
             codegens.append(time.perf_counter())
-            if len(codegens) == 2:
-                release.set()
             return codegen(self, *a, **k)
+        from armature.backends import cpu_isa_probes as P
+        confirmed = P.Speculation.confirmed
+        def releasing_confirmed(self):
+            release.set()
+            return confirmed(self)
+        P.Speculation.confirmed = releasing_confirmed
         G.GraphLowering.codegen = counting_codegen
         chosen = cpp_builder._get_build_args_of_chosen_isa
         def recording(vec_isa):

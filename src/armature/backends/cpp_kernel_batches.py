@@ -65,7 +65,7 @@ from typing import Any, Callable, Iterator
 
 from ..diagnostics import logs
 
-__all__ = ["batched", "forget_built", "in_batches", "plan_units", "unit_source"]
+__all__ = ["batched", "deferred_waits", "forget_built", "in_batches", "plan_units", "unit_source"]
 
 log_perf = logs.artifact("perf")
 
@@ -134,23 +134,79 @@ def _install() -> None:
 
         @functools.wraps(wait)
         def wait_after_batches(self, scope):
-            # (inductor's wait first: with several compile threads it asks every future for its
-            # result, the held kernels too, inside its own timing of the builds)
-            waited = wait(self, scope)
-            batch = _batches.pop(self, None)
-            if batch is not None or _marked():
-                if batch is not None:
-                    batch.build()
-                # (with one thread inductor's wait resolves no future: every held kernel, also those
-                # of a batch that a result() call built earlier, is swapped in here)
-                for key, value in list(scope.items()):
-                    if isinstance(value, _HeldKernel):
-                        scope[key] = value.result()
-            return waited
+            pending = getattr(_deferral, "pending", None)
+            if pending is not None and _marked():
+                pending.append((self, scope))   # (built with the others at the end: deferred_waits)
+                return None
+            return _finish_wait(self, scope)
 
         _originals.update(cpp_pybinding=cpp_pybinding, wait=wait)
         AsyncCompile.cpp_pybinding = cpp_pybinding_held
         AsyncCompile.wait = wait_after_batches
+
+
+def _finish_wait(async_compile: Any, scope: dict[str, Any]) -> Any:
+    """Inductor's ``AsyncCompile.wait`` for one generated module, with its
+    held kernels built as units and swapped into the module."""
+    # (inductor's wait first: with several compile threads it asks every future for its
+    # result, the held kernels too, inside its own timing of the builds)
+    waited = _originals["wait"](async_compile, scope)
+    batch = _batches.pop(async_compile, None)
+    if batch is not None or _marked():
+        if batch is not None:
+            batch.build()
+        # (with one thread inductor's wait resolves no future: every held kernel, also those
+        # of a batch that a result() call built earlier, is swapped in here)
+        for key, value in list(scope.items()):
+            if isinstance(value, _HeldKernel):
+                scope[key] = value.result()
+    return waited
+
+
+_deferral = threading.local()   # (.pending: the waits deferred_waits holds on this thread, or None)
+
+
+@contextlib.contextmanager
+def deferred_waits() -> Iterator[None]:
+    """Within the block (and :func:`batched`), the modules inductor loads on
+    this thread do not build their kernels at their ``wait``: all of them
+    are built together when the block ends, as at most ``compile_threads``
+    units side by side, and then swapped into their modules.  For a compile
+    whose code cannot run before the block ends anyway -- the one that read
+    the ISA ahead of its probe and compiles its backward with its forward
+    (backends/inductor.py) -- that is one round of units instead of one per
+    module.  A kernel called before (nothing in inductor's compile does)
+    builds itself.  If the block raises, nothing is built."""
+    if getattr(_deferral, "pending", None) is not None:
+        yield   # (nested: the outer block builds)
+        return
+    _deferral.pending = pending = []
+    try:
+        yield
+    except BaseException:
+        _deferral.pending = None
+        raise
+    _deferral.pending = None
+    batches = [batch for owner, _ in pending if (batch := _batches.pop(owner, None)) is not None]
+    todo = [held for batch in batches for held in batch.held if held.kernel is None]
+    if todo:
+        _build_together(batches[0], todo)
+    for owner, scope in pending:
+        _finish_wait(owner, scope)
+
+
+def _build_together(batch: "_Batch", todo: "list[_HeldKernel]") -> None:
+    """Build the held kernels of several modules as one plan of units (a
+    kernel asked for by two modules is built once)."""
+    same: dict[str, list[_HeldKernel]] = {}
+    for held in todo:
+        same.setdefault(held.code, []).append(held)
+    with batch.lock:
+        batch._build([group[0] for group in same.values()])
+    for group in same.values():
+        for held in group:
+            held.kernel = group[0].kernel
+            _built[held.code] = held.kernel
 
 
 def _hold(async_compile: Any, argtypes: list[str], source: str) -> Any:

@@ -232,7 +232,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
              ahead: Any = None) -> Callable[..., Any]:
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
-    from .cpp_kernel_batches import batched, in_batches
+    from .cpp_kernel_batches import batched, deferred_waits, in_batches
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
     from .inductor_cache_key import keyed_inner_compile, keyed_on_cpu_isa
 
@@ -247,8 +247,12 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
     capture, skip_aot_cache = None, contextlib.nullcontext()
     if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
         capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
+    # (read ahead of the ISA probe: nothing compiled here runs before the probe answers, so the
+    # forward's and the backward's kernels build together, at the end, beside the probe)
+    speculating = ahead is not None
     with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(ahead), skip_aot_cache, \
-            _backward_while_probing() if ahead is not None else contextlib.nullcontext():
+            _backward_while_probing() if speculating else contextlib.nullcontext(), \
+            deferred_waits() if speculating and batching else contextlib.nullcontext():
         compiled = compile_with_static_inputs(
             gm, lambda gm: compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches))
     if capture is not None:

@@ -261,12 +261,13 @@ def artifact(compiled) -> tuple[tuple, dict, dict]:
     params = cells.get("params_buffers_flat")
     _check(isinstance(params, list), "AOTAutograd's forward holds no parameter list")
     _check(not cap.autocast, "compiled under autocast")
-    _check(len(cap.calls) == 1 and not isinstance(cap.calls[0], str),
-           f"inductor compiled {len(cap.calls)} graphs" if cap.calls and not isinstance(cap.calls[0], str)
-           else (cap.calls[0] if cap.calls else "inductor compiled no graph"))
+    _check(bool(cap.calls) and not isinstance(cap.calls[0], str),
+           cap.calls[0] if cap.calls else "inductor compiled no graph")
     out, kwargs, positional, meta, foreign, n_inputs = cap.calls[0]
+    # (a training graph's backward is compiled lazily, or with its forward: backends/inductor.py)
     _check(not positional and kwargs.get("is_inference") is True and not kwargs.get("is_backward"),
            "not an inference graph (training graphs keep AOTAutograd's autograd function)")
+    _check(len(cap.calls) == 1, f"inductor compiled {len(cap.calls)} graphs")
     cudagraphs = kwargs.get("cudagraphs")
     _check(not getattr(cudagraphs, "value", cudagraphs), "CUDA graphs")
     _check(foreign is None, f"the graph calls {foreign}")
