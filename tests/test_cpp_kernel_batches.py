@@ -181,3 +181,46 @@ def test_kernels_resolved_before_the_module_waits_are_swapped_in_by_the_wait():
     scope["k0"](out[0:])
     scope["k1"](out[1:])
     assert out.tolist() == [1.0, 2.0]
+
+
+def test_deferred_waits_build_every_module_of_the_block_together_at_its_end(builds):
+    """Inside ``deferred_waits`` (the compile that read the ISA ahead of its
+    probe) the forward's and the backward's modules build nothing at their
+    wait: all their kernels are built at the end of the block as one plan of
+    at most ``compile_threads`` units, and swapped in; results and gradients
+    are eager's."""
+    from torch._functorch import config as functorch_config
+    from torch._inductor.async_compile import get_compile_threads
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def f(x, y):
+        return _several_kernels(x, y)[0].sum()
+
+    x, y = _inputs(requires_grad=True)
+    gm = torch.fx.symbolic_trace(f)
+    with batches.batched(), functorch_config.patch(force_non_lazy_backward_lowering=True):
+        with batches.deferred_waits():
+            compiled = compile_fx(gm, [x, y], inner_compile=batches.in_batches(compile_fx_inner))
+            built_inside = list(builds)
+    assert built_inside == [], built_inside
+    assert builds and len(builds) <= max(1, get_compile_threads()), builds
+    assert sum(n for _, n in builds) >= 4, builds   # (the forward's kernels and the backward's)
+    out = compiled(x, y)
+    out.backward()
+    grads = x.grad.clone(), y.grad.clone()
+    x.grad = y.grad = None
+    ref = f(x, y)
+    ref.backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grads, (x.grad, y.grad))
+
+
+def test_deferred_waits_build_nothing_when_the_block_raises(builds):
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+    x, y = _inputs()
+    gm = torch.fx.symbolic_trace(_several_kernels)
+    with pytest.raises(RuntimeError, match="after the compile"):
+        with batches.batched(), batches.deferred_waits():
+            compile_fx(gm, [x, y], inner_compile=batches.in_batches(compile_fx_inner))
+            raise RuntimeError("after the compile")
+    assert builds == [], builds
