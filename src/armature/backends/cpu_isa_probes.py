@@ -370,6 +370,13 @@ def _start(patches: dict[str, Any]) -> None:
         done = threading.Event()
         cpu_vec_isa.valid_vec_isa_list = valid_vec_isa_list
         _running, _installed = done, (cpu_vec_isa, inductors, valid_vec_isa_list)
+    # (what a probe imports, imported here: two threads importing torch's packages at once can
+    # leave one with a half-made package -- seen here once in a few dozen cold starts, as "No module named
+    # 'torch._functorch._aot_autograd.streams'" in the compiling thread; 0.06 s once torch._inductor's
+    # config is in, as it is by now)
+    import torch._inductor.codecache  # noqa: F401
+    import torch._inductor.cpp_builder  # noqa: F401
+    import torch.utils._filelock  # noqa: F401
     threading.Thread(target=_probe, args=(done, lazy, cpu_vec_isa.pick_vec_isa), name="armature-isa-probes",
                      daemon=True).start()
 
