@@ -482,10 +482,19 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
         ok = torch.allclose(got, expected, atol=1e-5) and torch.allclose(x.grad, x_ref.grad, atol=1e-5)
         again = torch.allclose(compiled(x * 2, y), f(x * 2, y), atol=1e-5)
         picked = str(C.pick_vec_isa())
+        # (the same graph compiled again, now knowing the answer: inductor's FX-graph cache
+        # serves what the compile that read ahead saved, if the probe confirmed it)
+        before = len(codegens)
+        other = armature.compile(lambda x, y: f(x, y), backend="inductor")
+        x2 = x.detach().clone().requires_grad_()
+        other(x2, y).sum().backward()
+        ok = ok and torch.allclose(x2.grad, x_ref.grad, atol=1e-5)
+        codegens_again = len(codegens) - before
     """ + _serial_list() + """
         print(json.dumps({"first": first, "after_forward": after_forward, "after_backward": len(codegens),
                           "ok": ok, "again": again, "picked": picked, "built_for": built_for,
                           "probe_before_return": max(probe_ends) <= returned, "serial": serial,
+                          "codegens_again": codegens_again,
                           "inductor_pick": inductor_pick}))
     """, tmp_path, ARMATURE_CACHE="0", ATEN_CPU_CAPABILITY="")   # (the plain pick: item 0)
     assert out["ok"] and out["again"]
@@ -498,11 +507,13 @@ def test_a_compile_that_read_the_isa_ahead_runs_only_what_the_probe_confirms(tmp
     # (the probe still ran when the forward was compiled: the backward was compiled with it)
     if confirmed:
         assert (out["after_forward"], out["after_backward"]) == (2, 2)
+        assert out["codegens_again"] == 0   # (one key for both: a restart reads ahead where a cold start did not)
         assert set(out["built_for"]) <= {out["first"], "INVALID_VEC_ISA", ""}
     else:
         # (forward and backward in the window, then again for the real pick: the probe has
         # answered, so that backward waits for the first backward call)
         assert (out["after_forward"], out["after_backward"]) == (3, 4)
+        assert out["codegens_again"] == 0   # (served what the compile made again for the real pick saved)
         # (the kernels that ran were built for the real pick, after every build for the ISA read
         # ahead; kernels that need no vector ISA are built for none)
         built = out["built_for"]

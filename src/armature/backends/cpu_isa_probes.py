@@ -48,8 +48,9 @@ probe, the others' answers change nothing.  So:
   :meth:`Speculation.confirmed` has waited for the probe: the backend asks
   it once ``compile_fx`` returns (or raises), and if the probe failed it
   compiles the graph again from a copy, now reading the real list (the
-  speculation's kernels are dropped, and inductor's on-disk cache keys name
-  the ISA the kernels were generated for: inductor_cache_key.py).  Only the
+  speculation's kernels are dropped, and a compile that knows its ISA
+  keys inductor's on-disk caches on it unless it is the one read ahead:
+  inductor_cache_key.py).  Only the
   plain pick reads item 0: ``ATEN_CPU_CAPABILITY`` and ``cpp.simdlen`` make
   it iterate, which waits as before.
 
@@ -77,8 +78,8 @@ import torch
 
 from ..diagnostics import logs
 
-__all__ = ["LazyValidList", "Speculation", "ahead_candidate", "probe_ahead", "speculating", "start_probes", "wait_for_probes",
-           "wants_cpu_probes"]
+__all__ = ["LazyValidList", "Speculation", "ahead_candidate", "probe_ahead", "speculating", "start_probes",
+           "unexpected_isa", "wait_for_probes", "wants_cpu_probes"]
 
 log_perf = logs.artifact("perf")
 
@@ -203,6 +204,38 @@ def _same_findings(real: Any, stand_in: Any) -> bool:
                 and all(getattr(real, k, None) == v for k, v in stand_in.__dict__.items() if k != "_probed"))
     except Exception:  # noqa: BLE001 - unsure: not the same
         return False
+
+
+def _signature(isa: Any) -> str:
+    """What a compile's kernels depend on in its ISA: the ISA, its build
+    flags and macros, and what its probe found."""
+    try:
+        found = [repr(getattr(isa, k, None)) for k in _FINDINGS]
+        return f"{isa}:{isa.build_arch_flags()}:{isa.build_macro()}:{','.join(found)}"
+    except Exception:  # noqa: BLE001 - an ISA object of another shape: its name still tells most apart
+        return str(isa)
+
+
+def unexpected_isa(patches: dict[str, Any], example_inputs: list[Any]) -> "str | None":
+    """For a compile that does not read ahead: the signature of the ISA its
+    kernels will be generated for, when the lazy list is in use and that ISA
+    is not what a compile reading ahead assumes (the first candidate with
+    the stand-in's findings); None otherwise.  Reads the pick as the compile
+    will (under its overrides: ``cpp.simdlen``), so it waits for the probes
+    the compile's codegen would wait for, a little earlier."""
+    with _state:
+        installed = _installed
+    if installed is None or not wants_cpu_probes(example_inputs):
+        return None
+    lazy = installed[2]()
+    if not lazy._isas:
+        return None
+    from torch._inductor import config, cpu_vec_isa
+    with config.patch(patches):
+        isa = cpu_vec_isa.pick_vec_isa()
+    if isa is lazy._isas[0] and _same_findings(isa, lazy._stand_in):
+        return None
+    return _signature(isa)
 
 
 _speculation = threading.local()   # (.current: the Speculation of the compile on this thread, if any)

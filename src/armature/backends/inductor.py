@@ -234,8 +234,12 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
 
     from .cpp_kernel_batches import batched, deferred_waits, in_batches
     from .cudagraphs import compile_with_static_inputs, install_step, note_cpu_only, uses_cudagraphs
+    from .cpu_isa_probes import unexpected_isa
     from .inductor_cache_key import keyed_inner_compile, keyed_on_cpu_isa
 
+    # (the ISA in inductor's cache keys, where it is not the one a compile reading ahead of the
+    # probe assumes: backends/inductor_cache_key.py)
+    isa = None if ahead is not None else unexpected_isa(patches, example_inputs)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
@@ -243,14 +247,14 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
     inner = in_batches(compile_fx_inner) if batching else compile_fx_inner
     # (inductor's caches keyed on the CPU's vector ISA as well: a cache filled on another machine
     # or under another ATEN_CPU_CAPABILITY must miss, not serve kernels of another vector width)
-    inner = keyed_inner_compile(inner)
+    inner = keyed_inner_compile(inner, isa)
     capture, skip_aot_cache = None, contextlib.nullcontext()
     if armature_config.cache:   # (the warm start keeps what inductor made: backends/inductor_warm.py)
         capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
     # (read ahead of the ISA probe: nothing compiled here runs before the probe answers, so the
     # forward's and the backward's kernels build together, at the end, beside the probe)
     speculating = ahead is not None
-    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(ahead), skip_aot_cache, \
+    with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(isa), skip_aot_cache, \
             _backward_while_probing() if speculating else contextlib.nullcontext(), \
             deferred_waits() if speculating and batching else contextlib.nullcontext():
         compiled = compile_with_static_inputs(

@@ -55,13 +55,16 @@ def cpu_isa_fingerprint() -> str:
 
 
 @contextlib.contextmanager
-def keyed_on_cpu_isa(ahead: Any = None) -> Iterator[None]:
-    """Inductor's cache keys within the block include :func:`cpu_isa_fingerprint`;
-    and ``ahead``, the ISA a compile may read ahead of its probe
-    (cpu_isa_probes.speculating), when given: what such a compile saves is
-    keyed apart from what a compile that read inductor's answer saves, so
-    kernels generated for an ISA whose probe then failed are never served
-    to the compile made again after it."""
+def keyed_on_cpu_isa(isa: "str | None" = None) -> Iterator[None]:
+    """Inductor's cache keys within the block include :func:`cpu_isa_fingerprint`,
+    and ``isa`` when given: the ISA the compile's kernels are generated for,
+    where it is not the one a compile reading ahead of the ISA probe assumes
+    (cpu_isa_probes.unexpected_isa).  So a compile that read ahead and one
+    that read inductor's answer share their entries when the probe confirms
+    the guess (a restart, with no trace to hide the probe behind, reads
+    ahead where the first process did not), and never otherwise: kernels
+    generated for an ISA whose probe then failed are not served to the
+    compile made again after it, nor to any compile that knows better."""
     from torch.compiler import config as compiler_config
 
     user_tag = compiler_config.cache_key_tag
@@ -69,17 +72,17 @@ def keyed_on_cpu_isa(ahead: Any = None) -> Iterator[None]:
     if fingerprint in user_tag:   # (nested: the forward compile's block around the backward's)
         yield
         return
-    if ahead is not None:
-        fingerprint = f"{fingerprint};ahead={ahead}"
+    if isa is not None:
+        fingerprint = f"{fingerprint};isa={isa}"
     with compiler_config.patch(cache_key_tag=f"{user_tag}|{fingerprint}" if user_tag else fingerprint):
         yield
 
 
-def keyed_inner_compile(inner_compile: Callable[..., Any]) -> Callable[..., Any]:
+def keyed_inner_compile(inner_compile: Callable[..., Any], isa: "str | None" = None) -> Callable[..., Any]:
     """``inner_compile`` run under :func:`keyed_on_cpu_isa` (inductor compiles
     the backward graph later, outside the forward's block, through it)."""
     @functools.wraps(inner_compile)
     def compile_keyed_on_cpu_isa(*args: Any, **kwargs: Any) -> Any:
-        with keyed_on_cpu_isa():
+        with keyed_on_cpu_isa(isa):
             return inner_compile(*args, **kwargs)
     return compile_keyed_on_cpu_isa
