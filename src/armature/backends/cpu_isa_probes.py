@@ -196,23 +196,29 @@ _FINDINGS = ("_is_avx512_bf16_supported", "_is_amx_fp16_supported", "_arch_flags
              "_dtype_nelements")
 
 
+def _exact_signature(isa: Any) -> str:
+    """What a compile's kernels depend on in its ISA: the ISA, its build
+    flags and macros, and what its probe found (raises for an ISA object of
+    another shape)."""
+    found = [repr(getattr(isa, k, None)) for k in _FINDINGS]
+    return f"{isa}:{isa.build_arch_flags()}:{isa.build_macro()}:{','.join(found)}"
+
+
 def _same_findings(real: Any, stand_in: Any) -> bool:
-    """Whether the probed candidate builds and generates as its stand-in did."""
+    """Whether the probed candidate builds and generates as its stand-in did
+    (its instance state too, whatever a probe of this torch sets)."""
     try:
-        return (real.build_arch_flags() == stand_in.build_arch_flags() and real.build_macro() == stand_in.build_macro()
-                and all(getattr(real, k, None) == getattr(stand_in, k, None) for k in _FINDINGS)
+        return (_exact_signature(real) == _exact_signature(stand_in)
                 and all(getattr(real, k, None) == v for k, v in stand_in.__dict__.items() if k != "_probed"))
     except Exception:  # noqa: BLE001 - unsure: not the same
         return False
 
 
 def _signature(isa: Any) -> str:
-    """What a compile's kernels depend on in its ISA: the ISA, its build
-    flags and macros, and what its probe found."""
+    """:func:`_exact_signature`, or the ISA's name for an object of another shape."""
     try:
-        found = [repr(getattr(isa, k, None)) for k in _FINDINGS]
-        return f"{isa}:{isa.build_arch_flags()}:{isa.build_macro()}:{','.join(found)}"
-    except Exception:  # noqa: BLE001 - an ISA object of another shape: its name still tells most apart
+        return _exact_signature(isa)
+    except Exception:  # noqa: BLE001 - its name still tells most apart
         return str(isa)
 
 
@@ -223,12 +229,8 @@ def unexpected_isa(patches: dict[str, Any], example_inputs: list[Any]) -> "str |
     the stand-in's findings); None otherwise.  Reads the pick as the compile
     will (under its overrides: ``cpp.simdlen``), so it waits for the probes
     the compile's codegen would wait for, a little earlier."""
-    with _state:
-        installed = _installed
-    if installed is None or not wants_cpu_probes(example_inputs):
-        return None
-    lazy = installed[2]()
-    if not lazy._isas:
+    lazy = _lazy_list()
+    if lazy is None or not lazy._isas or not wants_cpu_probes(example_inputs):
         return None
     from torch._inductor import config, cpu_vec_isa
     with config.patch(patches):
@@ -261,12 +263,15 @@ def ahead_candidate() -> Any:
     lazy list is installed and its first candidate not yet decided), or
     None: only then does the backend speculate, keeping a spare copy of
     the graph for a second compile."""
+    lazy = _lazy_list()
+    return lazy._isas[0] if lazy is not None and lazy._undecided() else None
+
+
+def _lazy_list() -> "LazyValidList | None":
+    """The lazy list standing in for inductor's, if installed."""
     with _state:
         installed = _installed
-    if installed is None:
-        return None
-    lazy = installed[2]()
-    return lazy._isas[0] if lazy._isas and not list.__len__(lazy) and not lazy._next else None
+    return None if installed is None else installed[2]()
 
 
 _state = threading.Lock()                  # (guards _running, _installed and the module global)
@@ -301,12 +306,16 @@ class LazyValidList(list):
                     list.append(self, isa)
                 self._next += 1
 
+    def _undecided(self) -> bool:
+        """Whether the first candidate's probe has not answered yet."""
+        return bool(self._isas) and not list.__len__(self) and not self._next
+
     def _ahead(self) -> Any:
         """The first candidate, unprobed, for a compile inside
         :func:`speculating` while its probe is undecided (None otherwise:
         the read waits).  No lock: the probe thread holds it while it builds."""
         spec = getattr(_speculation, "current", None)
-        if spec is None or list.__len__(self) or self._next or not self._isas:
+        if spec is None or not self._undecided():
             return None
         if spec.read is None:
             spec.read = self

@@ -161,8 +161,7 @@ def inductor(
 
     if wants_cpu_probes(example_inputs):
         start_probes(patches)   # (a cold process's C++ ISA probes, side by side, behind the lowering: backends/cpu_isa_probes.py)
-    ahead = ahead_candidate()
-    if ahead is None:
+    if ahead_candidate() is None:
         return _compile(gm, example_inputs, patches)
     # (the first CPU compile of a cold process: its kernels are generated and built while the ISA
     # probe runs, and checked against the probe before anything runs: backends/cpu_isa_probes.py)
@@ -175,7 +174,7 @@ def inductor(
     compiled, error = None, None
     with speculating() as speculation:
         try:
-            compiled = _compile(gm, example_inputs, patches, ahead=ahead)
+            compiled = _compile(gm, example_inputs, patches, speculating=True)
         except Exception as e:  # noqa: BLE001 - re-raised below unless the ISA read ahead was the cause
             error = e
     if speculation.confirmed():
@@ -229,7 +228,7 @@ def _spare_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
 
 def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[str, Any], *,
-             ahead: Any = None) -> Callable[..., Any]:
+             speculating: bool = False) -> Callable[..., Any]:
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
     from .cpp_kernel_batches import batched, deferred_waits, in_batches
@@ -239,7 +238,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
 
     # (the ISA in inductor's cache keys, where it is not the one a compile reading ahead of the
     # probe assumes: backends/inductor_cache_key.py)
-    isa = None if ahead is not None else unexpected_isa(patches, example_inputs)
+    isa = None if speculating else unexpected_isa(patches, example_inputs)
     if uses_cudagraphs(patches) and not note_cpu_only(gm, example_inputs):
         install_step()   # (first: the skip reasons inductor logs while compiling reach the perf log)
     # (C++ kernels built a few to a unit, the lazily compiled backward's too: backends/cpp_kernel_batches.py)
@@ -253,7 +252,6 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list[Any], patches: dict[
         capture, inner, skip_aot_cache = _warm_start_capture(gm, example_inputs, inner)
     # (read ahead of the ISA probe: nothing compiled here runs before the probe answers, so the
     # forward's and the backward's kernels build together, at the end, beside the probe)
-    speculating = ahead is not None
     with batched() if batching else contextlib.nullcontext(), keyed_on_cpu_isa(isa), skip_aot_cache, \
             _backward_while_probing() if speculating else contextlib.nullcontext(), \
             deferred_waits() if speculating and batching else contextlib.nullcontext():
